@@ -1,0 +1,207 @@
+//! Configuration, layered: defaults in the binary, then an optional TOML file (`AQS_CONFIG`), then
+//! `AQS_…` environment variables. Validated at start-up with an error that names the bad setting;
+//! secrets are `Secret`s and never print.
+
+use crate::secret::Secret;
+use anyhow::{Context, bail};
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+
+/// A role one `aqs serve` process can run. A single node runs all of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// `/queue/v1`: publish, consume, ack… plus the sweeper and push dispatcher.
+    Data,
+    /// `/api/v1`: members, queues, tokens; writes the Redis projection.
+    Control,
+    /// `/`: the web console.
+    Console,
+}
+
+impl Role {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim() {
+            "data" => Some(Self::Data),
+            "control" => Some(Self::Control),
+            "console" => Some(Self::Console),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Config {
+    /// Address the HTTP listener binds (`AQS_HTTP_ADDR`).
+    pub http_addr: SocketAddr,
+    /// The address users reach this service at, shown in the console and in curl lines
+    /// (`AQS_PUBLIC_URL`); defaults to `http://<http_addr>`.
+    pub public_url: String,
+    /// Comma-separated roles to run (`AQS_ROLES`): data, control, console.
+    pub roles: String,
+    /// PostgreSQL URL (`AQS_DATABASE_URL`); needed by the control and console roles.
+    pub database_url: Secret,
+    /// Redis URL, or comma-separated cluster seed URLs (`AQS_REDIS_URL`).
+    pub redis_url: Secret,
+    /// Prefix of every Redis key (`AQS_REDIS_NAMESPACE`), so environments can share a Redis.
+    pub redis_namespace: String,
+    /// Signs console and API session JWTs (`AQS_SESSION_SECRET`, at least 32 characters).
+    pub session_secret: Secret,
+    /// Signs receipts (`AQS_RECEIPT_SECRET`, at least 32 characters). Every data-plane replica
+    /// must share it.
+    pub receipt_secret: Secret,
+    /// Emails granted the operator role at sign-up (`AQS_OPERATOR_EMAILS`, comma-separated).
+    pub operator_emails: String,
+    /// Lets push handlers live on private, loopback and link-local addresses
+    /// (`AQS_PUSH_ALLOW_PRIVATE_NETWORKS`); for local development and tests only.
+    pub push_allow_private_networks: bool,
+    /// tracing filter (`AQS_LOG`), e.g. `info` or `aqs=debug`.
+    pub log: String,
+}
+
+#[derive(Serialize)]
+struct Defaults {
+    http_addr: &'static str,
+    public_url: &'static str,
+    roles: &'static str,
+    database_url: &'static str,
+    redis_url: &'static str,
+    redis_namespace: &'static str,
+    session_secret: &'static str,
+    receipt_secret: &'static str,
+    operator_emails: &'static str,
+    push_allow_private_networks: bool,
+    log: &'static str,
+}
+
+const DEFAULTS: Defaults = Defaults {
+    http_addr: "127.0.0.1:8080",
+    public_url: "",
+    roles: "data,control,console",
+    database_url: "",
+    redis_url: "",
+    redis_namespace: "aqs",
+    session_secret: "",
+    receipt_secret: "",
+    operator_emails: "",
+    push_allow_private_networks: false,
+    log: "info",
+};
+
+impl Config {
+    /// Loads defaults, then `AQS_CONFIG` (a TOML file) when set, then `AQS_…` variables.
+    pub fn load() -> anyhow::Result<Self> {
+        let mut figment = Figment::from(Serialized::defaults(DEFAULTS));
+        if let Ok(path) = std::env::var("AQS_CONFIG") {
+            if !std::path::Path::new(&path).exists() {
+                bail!("AQS_CONFIG names {path}, which does not exist");
+            }
+            figment = figment.merge(Toml::file(path));
+        }
+        figment = figment.merge(Env::prefixed("AQS_").ignore(&["config"]));
+        let mut config: Config = figment.extract().map_err(|err| {
+            let key = err.path.join(".");
+            anyhow::anyhow!("invalid setting AQS_{}: {err}", key.to_uppercase())
+        })?;
+        if config.public_url.is_empty() {
+            config.public_url = format!("http://{}", config.http_addr);
+        }
+        config.public_url = config.public_url.trim_end_matches('/').to_owned();
+        Ok(config)
+    }
+
+    /// Checks what the chosen roles need, naming the first bad setting.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let roles = self.roles().context("invalid setting AQS_ROLES")?;
+        if self.redis_url.is_empty() {
+            bail!("AQS_REDIS_URL is not set");
+        }
+        if roles.iter().any(|r| matches!(r, Role::Control | Role::Console)) && self.database_url.is_empty() {
+            bail!("AQS_DATABASE_URL is not set (the control and console roles need PostgreSQL)");
+        }
+        if self.session_secret.expose().len() < 32 {
+            bail!("AQS_SESSION_SECRET must be at least 32 characters");
+        }
+        if self.receipt_secret.expose().len() < 32 {
+            bail!("AQS_RECEIPT_SECRET must be at least 32 characters");
+        }
+        if self.redis_namespace.is_empty() || self.redis_namespace.contains(['{', '}', ':', ' ']) {
+            bail!("AQS_REDIS_NAMESPACE must be non-empty, without braces, colons or spaces");
+        }
+        if !(self.public_url.starts_with("http://") || self.public_url.starts_with("https://")) {
+            bail!("AQS_PUBLIC_URL must start with http:// or https://");
+        }
+        Ok(())
+    }
+
+    pub fn roles(&self) -> anyhow::Result<Vec<Role>> {
+        let roles = self
+            .roles
+            .split(',')
+            .filter(|r| !r.trim().is_empty())
+            .map(|r| Role::parse(r).with_context(|| format!("unknown role {r:?}; use data, control or console")))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        if roles.is_empty() {
+            bail!("no role given; use data, control or console");
+        }
+        Ok(roles)
+    }
+
+    pub fn runs(&self, role: Role) -> bool {
+        self.roles().map(|roles| roles.contains(&role)).unwrap_or(false)
+    }
+
+    /// Redis URLs: one for a single server, several for a cluster.
+    pub fn redis_urls(&self) -> Vec<String> {
+        self.redis_url.expose().split(',').map(str::trim).filter(|u| !u.is_empty()).map(str::to_owned).collect()
+    }
+
+    pub fn operator_emails(&self) -> Vec<String> {
+        self.operator_emails.split(',').map(|e| e.trim().to_lowercase()).filter(|e| !e.is_empty()).collect()
+    }
+
+    /// A complete configuration for tests: every role, the given stores, fixed secrets.
+    pub fn for_tests(database_url: &str, redis_url: &str, namespace: &str) -> Self {
+        Self {
+            http_addr: "127.0.0.1:0".parse().expect("literal address"),
+            public_url: "http://127.0.0.1".into(),
+            roles: DEFAULTS.roles.into(),
+            database_url: Secret::new(database_url),
+            redis_url: Secret::new(redis_url),
+            redis_namespace: namespace.into(),
+            session_secret: Secret::new("test-session-secret-0123456789abcdef"),
+            receipt_secret: Secret::new("test-receipt-secret-0123456789abcdef"),
+            operator_emails: String::new(),
+            push_allow_private_networks: true,
+            log: "info".into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_names_the_setting() {
+        let mut config = Config::for_tests("postgres://x", "redis://x", "t");
+        assert!(config.validate().is_ok());
+        config.session_secret = Secret::new("short");
+        assert!(config.validate().unwrap_err().to_string().contains("AQS_SESSION_SECRET"));
+        config = Config::for_tests("", "redis://x", "t");
+        assert!(config.validate().unwrap_err().to_string().contains("AQS_DATABASE_URL"));
+        config = Config::for_tests("postgres://x", "redis://x", "t");
+        config.roles = "data,bogus".into();
+        assert!(config.validate().unwrap_err().to_string().contains("AQS_ROLES"));
+        config.roles = "data".into();
+        config.database_url = Secret::new("");
+        assert!(config.validate().is_ok(), "the data role alone needs no PostgreSQL");
+    }
+
+    #[test]
+    fn debug_hides_secrets() {
+        let config = Config::for_tests("postgres://user:pw@host/db", "redis://x", "t");
+        assert!(!format!("{config:?}").contains("pw@host"));
+    }
+}

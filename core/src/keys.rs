@@ -1,0 +1,149 @@
+//! Every Redis key AQS uses is built here, and nowhere else.
+//!
+//! All keys start with a namespace (`aqs` by default; tests and side-by-side environments use
+//! their own). Every key of one queue carries the hash tag `{q:<queue id>}`, so that in Redis
+//! Cluster a queue lives on one shard and each of its scripts runs there atomically.
+//!
+//! | key | type | holds |
+//! | --- | --- | --- |
+//! | `NS:{q:ID}:meta` | hash | projected queue settings (see `projection`) |
+//! | `NS:{q:ID}:s` | stream, group `g` | ready and leased messages |
+//! | `NS:{q:ID}:lease` | zset | stream id → lease deadline (ms) |
+//! | `NS:{q:ID}:delayed` | zset + `NS:{q:ID}:delayed:m` hash | messages held by a publish delay |
+//! | `NS:{q:ID}:dlq` | stream | dead letters with reason, attempts, dead-at |
+//! | `NS:{q:ID}:idem:<key>` | string | idempotency record |
+//! | `NS:{q:ID}:stats` | hash | stored bytes and per-UTC-day counters |
+//! | `NS:{q:ID}:wake` | channel | published to when a message becomes ready |
+//! | `NS:{q:ID}:tokens_used` | hash | token id → last use (ms) |
+//! | `NS:slug:<slug>` | string | slug → queue id (projection) |
+//! | `NS:token:<sha256>` | hash | token → queue and scopes (projection) |
+//! | `NS:queues` | set | ids of every live queue (projection; the sweeper walks it) |
+
+use crate::ids::QueueId;
+
+/// Builds key names for one namespace.
+#[derive(Clone, Debug)]
+pub struct Keys {
+    ns: String,
+}
+
+impl Keys {
+    pub fn new(namespace: &str) -> Self {
+        Self { ns: namespace.to_owned() }
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.ns
+    }
+
+    pub fn queue(&self, id: QueueId) -> QueueKeys {
+        QueueKeys { prefix: format!("{}:{{q:{}}}", self.ns, id) }
+    }
+
+    pub fn slug(&self, slug: &str) -> String {
+        format!("{}:slug:{slug}", self.ns)
+    }
+
+    pub fn token(&self, token_hash: &str) -> String {
+        format!("{}:token:{token_hash}", self.ns)
+    }
+
+    /// The pattern matching every token record, for the start-up re-sync.
+    pub fn token_pattern(&self) -> String {
+        format!("{}:token:*", self.ns)
+    }
+
+    /// The pattern matching every slug record, for the start-up re-sync.
+    pub fn slug_pattern(&self) -> String {
+        format!("{}:slug:*", self.ns)
+    }
+
+    pub fn queues(&self) -> String {
+        format!("{}:queues", self.ns)
+    }
+
+    /// Pattern for the wake-up channels of every queue.
+    pub fn wake_pattern(&self) -> String {
+        format!("{}:{{q:*}}:wake", self.ns)
+    }
+}
+
+/// The keys of one queue, all under its hash tag.
+#[derive(Clone, Debug)]
+pub struct QueueKeys {
+    prefix: String,
+}
+
+impl QueueKeys {
+    fn key(&self, suffix: &str) -> String {
+        format!("{}:{suffix}", self.prefix)
+    }
+
+    pub fn meta(&self) -> String {
+        self.key("meta")
+    }
+    pub fn stream(&self) -> String {
+        self.key("s")
+    }
+    pub fn lease(&self) -> String {
+        self.key("lease")
+    }
+    pub fn delayed(&self) -> String {
+        self.key("delayed")
+    }
+    pub fn delayed_messages(&self) -> String {
+        self.key("delayed:m")
+    }
+    pub fn dead_letters(&self) -> String {
+        self.key("dlq")
+    }
+    pub fn idempotency(&self, key: &str) -> String {
+        self.key(&format!("idem:{key}"))
+    }
+    /// Prefix of idempotency keys: scripts append the user's key to it.
+    pub fn idempotency_prefix(&self) -> String {
+        self.key("idem:")
+    }
+    pub fn stats(&self) -> String {
+        self.key("stats")
+    }
+    pub fn wake(&self) -> String {
+        self.key("wake")
+    }
+    /// token id → last use (ms), written by the data plane at most once a minute per token and
+    /// read by the control plane when it lists tokens.
+    pub fn token_last_used(&self) -> String {
+        self.key("tokens_used")
+    }
+    /// Any further per-queue key a role needs (a push cursor, a rate-limit bucket): still tagged.
+    pub fn extra(&self, suffix: &str) -> String {
+        self.key(suffix)
+    }
+    /// Pattern matching every key of this queue, for deletion.
+    pub fn pattern(&self) -> String {
+        format!("{}:*", self.prefix)
+    }
+}
+
+/// The queue id inside a wake channel name, `NS:{q:ID}:wake`.
+pub fn queue_of_wake_channel(channel: &str) -> Option<QueueId> {
+    let start = channel.find("{q:")? + 3;
+    let end = start + channel[start..].find('}')?;
+    QueueId::parse(&channel[start..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_keys_share_one_hash_tag() {
+        let id = QueueId::new();
+        let keys = Keys::new("aqs").queue(id);
+        let tag = format!("{{q:{id}}}");
+        for key in [keys.meta(), keys.stream(), keys.lease(), keys.dead_letters(), keys.idempotency("k"), keys.wake()] {
+            assert!(key.starts_with(&format!("aqs:{tag}:")), "{key}");
+        }
+        assert_eq!(queue_of_wake_channel(&keys.wake()), Some(id));
+    }
+}

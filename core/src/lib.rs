@@ -1,0 +1,21 @@
+//! Types shared by every AQS role.
+//!
+//! The control plane, the data plane and the console agree on these: the token format, the receipt
+//! codec, the limits of the product, the names of every Redis key, the records the control plane
+//! projects into Redis, the one API error type and the configuration.
+
+pub mod config;
+pub mod error;
+pub mod ids;
+pub mod json;
+pub mod keys;
+pub mod limits;
+pub mod projection;
+pub mod receipt;
+pub mod redis_conn;
+pub mod secret;
+pub mod time;
+pub mod token;
+
+pub use error::{ApiError, ApiResult};
+pub use json::ApiJson;
