@@ -1,1 +1,67 @@
-fn main() {}
+//! The `aqs` binary: parses the command line and composes the roles. Everything else lives in the
+//! crates: `aqs-core` (shared types), `aqs-control-plane`, `aqs-data-plane`, `aqs-console`.
+
+mod serve;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "aqs", version, about = "AQS, the managed message queue")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve HTTP: the data plane, control plane and console (or the roles given).
+    Serve {
+        /// Comma-separated roles to run: data, control, console. Overrides AQS_ROLES.
+        #[arg(long)]
+        roles: Option<String>,
+    },
+    /// Apply the PostgreSQL migrations and exit.
+    Migrate,
+    /// Operator tasks.
+    Admin {
+        #[command(subcommand)]
+        command: AdminCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AdminCommand {
+    /// Give an existing member the operator role.
+    GrantOperator { email: String },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let mut config = aqs_core::config::Config::load()?;
+    serve::init_tracing(&config.log);
+    match cli.command {
+        Command::Serve { roles } => {
+            if let Some(roles) = roles {
+                config.roles = roles;
+            }
+            config.validate()?;
+            let listener = tokio::net::TcpListener::bind(config.http_addr)
+                .await
+                .map_err(|err| anyhow::anyhow!("cannot listen on AQS_HTTP_ADDR {}: {err}", config.http_addr))?;
+            serve::run(config, listener, serve::shutdown_signal()).await
+        }
+        Command::Migrate => {
+            let db = serve::connect_postgres(&config).await?;
+            aqs_control_plane::migrate(&db).await?;
+            tracing::info!("migrations applied");
+            Ok(())
+        }
+        Command::Admin { command: AdminCommand::GrantOperator { email } } => {
+            let db = serve::connect_postgres(&config).await?;
+            aqs_control_plane::grant_operator(&db, &email).await?;
+            println!("{email} is now an operator");
+            Ok(())
+        }
+    }
+}

@@ -1,1 +1,41 @@
-//! placeholder
+//! The AQS control plane: the `/api/v1` management API for members, queues and queue tokens.
+//!
+//! PostgreSQL is the source of truth. After every change the control plane writes the projection
+//! the data plane reads (queue settings, slug → queue, token hash → queue and scopes) into Redis,
+//! and [`ControlPlane::resync_projection`] rewrites all of it at start-up.
+//!
+//! The layers:
+//! - a service layer of plain async functions ([`auth`], [`queues`], [`tokens`]) that take the
+//!   authenticated [`MemberId`] first, so a tenant's data cannot be read without it; the console
+//!   calls these directly;
+//! - [`routes`]: thin HTTP handlers over the service layer, mounted by [`router`];
+//! - [`projection`]: every Redis write, in the order that keeps the data plane from seeing a
+//!   half-made or half-deleted queue.
+
+pub mod auth;
+mod db_error;
+pub mod members;
+mod password;
+pub mod projection;
+pub mod queue_settings;
+pub mod queues;
+mod redis_scan;
+mod routes;
+mod session;
+pub mod slug;
+mod state;
+mod timefmt;
+pub mod tokens;
+
+pub use auth::{AuthMember, Credentials, SignedIn};
+pub use members::{Member, MemberId, Role, grant_operator};
+pub use queues::{NewQueue, Queue, QueueChanges};
+pub use routes::router;
+pub use state::ControlPlane;
+pub use tokens::{CreatedToken, NewToken, Token};
+
+/// Applies the PostgreSQL migrations in `migrations/` (embedded at compile time).
+pub async fn migrate(db: &sqlx::PgPool) -> anyhow::Result<()> {
+    sqlx::migrate!("../migrations").run(db).await?;
+    Ok(())
+}

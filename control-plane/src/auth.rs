@@ -1,0 +1,144 @@
+//! Signing up, logging in and proving who is calling: credential checks, the session a member
+//! gets, and `AuthMember`, the extractor every authenticated route takes.
+
+use crate::members::{self, Member, MemberId, Role};
+use crate::password;
+use crate::state::ControlPlane;
+use aqs_core::{ApiError, ApiResult};
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use serde::{Deserialize, Serialize};
+
+pub const PASSWORD_MIN_CHARS: usize = 8;
+/// Long enough for any passphrase, short enough that nobody feeds argon2 megabytes.
+pub const PASSWORD_MAX_CHARS: usize = 1024;
+const EMAIL_MAX_CHARS: usize = 254;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Credentials {
+    pub email: String,
+    pub password: String,
+}
+
+/// A member and a fresh session for them.
+#[derive(Clone, Debug, Serialize)]
+pub struct SignedIn {
+    pub member: Member,
+    /// The session JWT: send it as `Authorization: Bearer <session>`.
+    pub session: String,
+}
+
+/// Creates a member. Emails in `AQS_OPERATOR_EMAILS` become operators.
+pub async fn signup(cp: &ControlPlane, credentials: Credentials) -> ApiResult<SignedIn> {
+    let email = normalise_email(&credentials.email)?;
+    check_password(&credentials.password)?;
+    let hash = password::hash(credentials.password).await?;
+    let role = if cp.is_operator_email(&email) { Role::Operator } else { Role::Member };
+    let member = members::insert(cp.db(), &email, &hash, role).await?;
+    tracing::info!(member = %member.id.as_uuid(), ?role, "member signed up");
+    signed_in(cp, member)
+}
+
+/// Checks an email and password. Every failure is the same 401, so a caller cannot tell an unknown
+/// email from a wrong password.
+pub async fn login(cp: &ControlPlane, credentials: Credentials) -> ApiResult<SignedIn> {
+    let wrong = || ApiError::Unauthorized("wrong email or password".into());
+    let email = normalise_email(&credentials.email).map_err(|_| wrong())?;
+    let found = members::find_with_hash(cp.db(), &email).await?;
+    let (member, hash) = match found {
+        Some((member, hash)) => (Some(member), Some(hash)),
+        None => (None, None),
+    };
+    let matches = password::verify(credentials.password, hash).await?;
+    match member {
+        Some(member) if matches => signed_in(cp, member),
+        _ => Err(wrong()),
+    }
+}
+
+/// The member a session JWT belongs to: 401 when it is invalid, expired, or its member is gone.
+pub async fn verify_session(cp: &ControlPlane, session: &str) -> ApiResult<Member> {
+    let invalid = || ApiError::Unauthorized("the session is invalid or has expired; log in again".into());
+    let id = cp.sessions().verify(session).ok_or_else(invalid)?;
+    members::find(cp.db(), id).await?.ok_or_else(invalid)
+}
+
+fn signed_in(cp: &ControlPlane, member: Member) -> ApiResult<SignedIn> {
+    let session = cp.sessions().issue(member.id.as_uuid())?;
+    Ok(SignedIn { member, session })
+}
+
+/// Trims and lowercases an email and checks its shape: one `@`, a local part, and a dotted domain.
+/// Deliverability is not our concern here, only that the field is plausibly an address.
+fn normalise_email(email: &str) -> ApiResult<String> {
+    let email = email.trim().to_lowercase();
+    let invalid = || ApiError::invalid("email: give a valid email address, such as ada@example.com");
+    if email.is_empty() || email.chars().count() > EMAIL_MAX_CHARS || email.chars().any(char::is_whitespace) {
+        return Err(invalid());
+    }
+    let (local, domain) = email.split_once('@').ok_or_else(invalid)?;
+    let domain_ok = domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !domain.contains("..")
+        && !domain.contains('@');
+    if local.is_empty() || !domain_ok {
+        return Err(invalid());
+    }
+    Ok(email)
+}
+
+fn check_password(password: &str) -> ApiResult<()> {
+    let chars = password.chars().count();
+    if chars < PASSWORD_MIN_CHARS {
+        return Err(ApiError::invalid(format!("password: use at least {PASSWORD_MIN_CHARS} characters")));
+    }
+    if chars > PASSWORD_MAX_CHARS {
+        return Err(ApiError::invalid(format!("password: use at most {PASSWORD_MAX_CHARS} characters")));
+    }
+    Ok(())
+}
+
+/// The member behind `Authorization: Bearer <session JWT>`; rejects with 401 otherwise.
+pub struct AuthMember(pub Member);
+
+impl AuthMember {
+    pub fn id(&self) -> MemberId {
+        self.0.id
+    }
+}
+
+impl FromRequestParts<ControlPlane> for AuthMember {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, cp: &ControlPlane) -> Result<Self, Self::Rejection> {
+        let header = parts.headers.get(AUTHORIZATION).and_then(|value| value.to_str().ok());
+        let session = header
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .map(str::trim)
+            .filter(|token| !token.is_empty())
+            .ok_or_else(|| ApiError::Unauthorized("send Authorization: Bearer <session>".into()))?;
+        verify_session(cp, session).await.map(AuthMember)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emails_are_normalised_and_checked() {
+        assert_eq!(normalise_email("  Ada@Example.COM ").unwrap(), "ada@example.com");
+        for bad in ["", "ada", "ada@", "@example.com", "ada@example", "a da@example.com", "a@b@c.com", "a@.com"] {
+            assert!(normalise_email(bad).unwrap_err().to_string().starts_with("email"), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn passwords_need_eight_characters() {
+        assert!(check_password("1234567").unwrap_err().to_string().starts_with("password"));
+        assert!(check_password("12345678").is_ok());
+    }
+}

@@ -1,0 +1,127 @@
+//! Members: the accounts that own queues. `MemberId` can only be obtained from a verified session
+//! or a fresh sign-up/login, and every service function that touches tenant data takes it first.
+
+use crate::db_error::db_error;
+use crate::timefmt;
+use anyhow::bail;
+use aqs_core::ApiResult;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+/// The authenticated member's id. No public constructor: holding one means someone proved who
+/// they are (see `auth`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct MemberId(Uuid);
+
+impl MemberId {
+    pub(crate) fn from_verified(id: Uuid) -> Self {
+        Self(id)
+    }
+
+    pub fn as_uuid(self) -> Uuid {
+        self.0
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Member,
+    Operator,
+}
+
+impl Role {
+    fn as_str(self) -> &'static str {
+        match self {
+            Role::Member => "member",
+            Role::Operator => "operator",
+        }
+    }
+
+    fn parse(text: &str) -> Self {
+        if text == "operator" { Role::Operator } else { Role::Member }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Member {
+    pub id: MemberId,
+    pub email: String,
+    pub role: Role,
+    #[serde(serialize_with = "timefmt::rfc3339")]
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(sqlx::FromRow)]
+struct MemberRow {
+    id: Uuid,
+    email: String,
+    role: String,
+    created_at: DateTime<Utc>,
+}
+
+impl From<MemberRow> for Member {
+    fn from(row: MemberRow) -> Self {
+        Self { id: MemberId(row.id), email: row.email, role: Role::parse(&row.role), created_at: row.created_at }
+    }
+}
+
+/// Inserts a member; a taken email (in any letter case) is a 409 through `db_error`.
+pub(crate) async fn insert(db: &PgPool, email: &str, password_hash: &str, role: Role) -> ApiResult<Member> {
+    sqlx::query_as::<_, MemberRow>(
+        "INSERT INTO members (id, email, password_hash, role) VALUES ($1, $2, $3, $4)
+         RETURNING id, email, role, created_at",
+    )
+    .bind(Uuid::new_v4())
+    .bind(email)
+    .bind(password_hash)
+    .bind(role.as_str())
+    .fetch_one(db)
+    .await
+    .map(Member::from)
+    .map_err(db_error)
+}
+
+/// The member with this (normalised) email and their password hash.
+pub(crate) async fn find_with_hash(db: &PgPool, email: &str) -> ApiResult<Option<(Member, String)>> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        member: MemberRow,
+        password_hash: String,
+    }
+    let row = sqlx::query_as::<_, Row>(
+        "SELECT id, email, role, created_at, password_hash FROM members WHERE lower(email) = lower($1)",
+    )
+    .bind(email)
+    .fetch_optional(db)
+    .await
+    .map_err(db_error)?;
+    Ok(row.map(|row| (Member::from(row.member), row.password_hash)))
+}
+
+pub(crate) async fn find(db: &PgPool, id: Uuid) -> ApiResult<Option<Member>> {
+    sqlx::query_as::<_, MemberRow>("SELECT id, email, role, created_at FROM members WHERE id = $1")
+        .bind(id)
+        .fetch_optional(db)
+        .await
+        .map(|row| row.map(Member::from))
+        .map_err(db_error)
+}
+
+/// Gives the member with `email` the operator role (`aqs admin grant-operator EMAIL`).
+pub async fn grant_operator(db: &PgPool, email: &str) -> anyhow::Result<()> {
+    let email = email.trim();
+    let updated = sqlx::query("UPDATE members SET role = 'operator' WHERE lower(email) = lower($1)")
+        .bind(email)
+        .execute(db)
+        .await?
+        .rows_affected();
+    if updated == 0 {
+        bail!("no member has the email {email}; they must sign up first");
+    }
+    Ok(())
+}

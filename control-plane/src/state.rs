@@ -1,0 +1,68 @@
+//! `ControlPlane`: the shared state of every control-plane route and service function, the stores
+//! and the few configuration values the control plane needs.
+
+use crate::session::SessionKeys;
+use aqs_core::config::Config;
+use aqs_core::keys::Keys;
+use aqs_core::redis_conn::RedisConn;
+use sqlx::PgPool;
+use std::sync::Arc;
+
+/// Cheap to clone: everything lives behind one `Arc`.
+#[derive(Clone)]
+pub struct ControlPlane {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: PgPool,
+    redis: RedisConn,
+    keys: Keys,
+    public_url: String,
+    operator_emails: Vec<String>,
+    sessions: SessionKeys,
+}
+
+impl ControlPlane {
+    pub async fn new(config: &Config, db: PgPool, redis: RedisConn) -> anyhow::Result<Self> {
+        if config.session_secret.expose().len() < 32 {
+            anyhow::bail!("AQS_SESSION_SECRET must be at least 32 characters");
+        }
+        Ok(Self {
+            inner: Arc::new(Inner {
+                db,
+                redis,
+                keys: Keys::new(&config.redis_namespace),
+                public_url: config.public_url.trim_end_matches('/').to_owned(),
+                operator_emails: config.operator_emails(),
+                sessions: SessionKeys::new(config.session_secret.expose().as_bytes()),
+            }),
+        })
+    }
+
+    pub fn db(&self) -> &PgPool {
+        &self.inner.db
+    }
+
+    /// A handle on the shared multiplexed connection (cloning it is cheap).
+    pub fn redis(&self) -> RedisConn {
+        self.inner.redis.clone()
+    }
+
+    pub fn keys(&self) -> &Keys {
+        &self.inner.keys
+    }
+
+    /// The address users reach the service at, without a trailing slash.
+    pub fn public_url(&self) -> &str {
+        &self.inner.public_url
+    }
+
+    pub(crate) fn is_operator_email(&self, email: &str) -> bool {
+        self.inner.operator_emails.iter().any(|e| e == email)
+    }
+
+    pub(crate) fn sessions(&self) -> &SessionKeys {
+        &self.inner.sessions
+    }
+}

@@ -1,0 +1,124 @@
+# Shared by infra/up, infra/test and infra/bench: installing and starting private Redis and
+# PostgreSQL instances under a state folder, each on a free port.
+# shellcheck shell=bash
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else die "need root to run: $*"; fi
+}
+
+APT_UPDATED=""
+# apt_install PKG...: installs Debian packages that are missing, saying so.
+apt_install() {
+  local missing=()
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing from the distribution's packages: ${missing[*]}"
+  if [ -z "$APT_UPDATED" ]; then as_root apt-get update -qq >&2; APT_UPDATED=1; fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+pg_bin() {
+  local dir
+  dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+  [ -n "$dir" ] || die "PostgreSQL binaries not found under /usr/lib/postgresql"
+  echo "$dir"
+}
+
+ensure_stores_installed() {
+  command -v redis-server >/dev/null || apt_install redis-server
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || apt_install postgresql
+  command -v curl >/dev/null || apt_install curl ca-certificates
+}
+
+# free_port: prints a TCP port on 127.0.0.1 nobody listens on.
+free_port() {
+  local port
+  for _ in $(seq 1 200); do
+    port=$(( 20000 + RANDOM % 40000 ))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return 0; fi
+  done
+  die "no free port found"
+}
+
+# wait_for_port PORT SECONDS
+wait_for_port() {
+  local deadline=$(( SECONDS + $2 ))
+  until (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; do
+    [ $SECONDS -lt $deadline ] || return 1
+    sleep 0.1
+  done
+}
+
+# start_redis DIR: starts a private Redis with AOF (everysec) and noeviction in DIR; sets REDIS_PORT.
+# Reuses the port recorded in DIR when there is one, so data and URLs survive a restart.
+start_redis() {
+  local dir=$1
+  mkdir -p "$dir"
+  REDIS_PORT=$(cat "$dir/port" 2>/dev/null || true)
+  if [ -z "$REDIS_PORT" ] || (exec 3<>"/dev/tcp/127.0.0.1/$REDIS_PORT") 2>/dev/null; then REDIS_PORT=$(free_port); fi
+  echo "$REDIS_PORT" > "$dir/port"
+  cat > "$dir/redis.conf" <<CONF
+bind 127.0.0.1
+port $REDIS_PORT
+dir $dir
+daemonize no
+appendonly yes
+appendfsync ${AQS_REDIS_APPENDFSYNC:-everysec}
+maxmemory-policy noeviction
+save ""
+logfile $dir/redis.log
+CONF
+  redis-server "$dir/redis.conf" &
+  echo $! > "$dir/pid"
+  wait_for_port "$REDIS_PORT" 20 || die "Redis did not start; see $dir/redis.log"
+}
+
+# start_postgres DIR: starts a private PostgreSQL in DIR (as the postgres user when run as root,
+# since PostgreSQL refuses to run as root); sets PG_PORT. Creates database aqs.
+start_postgres() {
+  local dir=$1 bin run=()
+  bin=$(pg_bin)
+  mkdir -p "$dir"
+  if [ "$(id -u)" = 0 ]; then
+    id postgres >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres
+    chown postgres "$dir"
+    run=(runuser -u postgres --)
+  fi
+  if [ ! -f "$dir/data/PG_VERSION" ]; then
+    "${run[@]}" "$bin/initdb" -D "$dir/data" -U postgres --auth=trust --encoding=UTF8 --no-sync >"$dir/initdb.log" 2>&1 \
+      || die "initdb failed; see $dir/initdb.log"
+  fi
+  PG_PORT=$(cat "$dir/port" 2>/dev/null || true)
+  if [ -z "$PG_PORT" ] || (exec 3<>"/dev/tcp/127.0.0.1/$PG_PORT") 2>/dev/null; then PG_PORT=$(free_port); fi
+  "${run[@]}" sh -c "echo $PG_PORT > '$dir/port'"
+  "${run[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
+    -o "-p $PG_PORT -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=${AQS_PG_FSYNC:-on}" start >/dev/null \
+    || die "PostgreSQL did not start; see $dir/postgres.log"
+  "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -qtAc "SELECT 1 FROM pg_database WHERE datname='aqs'" | grep -q 1 \
+    || "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "CREATE DATABASE aqs" >/dev/null
+}
+
+stop_postgres() {
+  local dir=$1 run=()
+  [ -f "$dir/data/postmaster.pid" ] || return 0
+  [ "$(id -u)" = 0 ] && run=(runuser -u postgres --)
+  "${run[@]}" "$(pg_bin)/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+}
+
+stop_redis() {
+  local dir=$1 pid
+  pid=$(cat "$dir/pid" 2>/dev/null || true)
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  rm -f "$dir/pid"
+  return 0
+}
+
+# random_secret: 48 url-safe characters from the kernel's CSPRNG.
+random_secret() {
+  head -c 36 /dev/urandom | base64 | tr '+/' '-_' | tr -d '='
+}

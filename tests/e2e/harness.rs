@@ -1,0 +1,289 @@
+//! The end-to-end harness: real `aqs` processes, a real Redis process the test owns (so it can be
+//! killed and restarted) and a fresh PostgreSQL database per test on the server the test command
+//! started (`AQS_TEST_DATABASE_URL`).
+
+use base64::Engine;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn wait_for_port(port: u16, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+fn unique(prefix: &str) -> String {
+    format!("{prefix}{}", uuid::Uuid::new_v4().simple())
+}
+
+/// A Redis server owned by one test.
+pub struct Redis {
+    pub port: u16,
+    dir: PathBuf,
+    appendfsync: &'static str,
+    extra: Vec<String>,
+    child: Option<Child>,
+}
+
+impl Redis {
+    /// A durable Redis: AOF with the given fsync policy, noeviction.
+    pub fn start(appendfsync: &'static str) -> Self {
+        Self::start_with(appendfsync, &[])
+    }
+
+    pub fn start_with(appendfsync: &'static str, extra: &[&str]) -> Self {
+        let dir = std::env::temp_dir().join(unique("aqs-e2e-redis-"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut redis = Self {
+            port: free_port(),
+            dir,
+            appendfsync,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+            child: None,
+        };
+        redis.restart();
+        redis
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    pub fn restart(&mut self) {
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
+            .arg("--dir")
+            .arg(&self.dir)
+            .args(["--appendonly", "yes", "--appendfsync", self.appendfsync])
+            .args(["--maxmemory-policy", "noeviction", "--save", ""])
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        self.child = Some(cmd.spawn().expect("redis-server must be installed (infra/test installs it)"));
+        assert!(wait_for_port(self.port, Duration::from_secs(10)), "redis did not start");
+        // Wait until the AOF is loaded and the server answers.
+        let client = redis::Client::open(self.url()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(mut conn) = client.get_connection()
+                && redis::cmd("PING").query::<String>(&mut conn).is_ok()
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "redis did not answer PING");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.kill9();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A fresh database on the test PostgreSQL server, migrated by `aqs migrate`.
+pub async fn fresh_database() -> String {
+    let base = std::env::var("AQS_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+    let name = unique("aqs_e2e_");
+    let pool = sqlx::PgPool::connect(&base).await.expect("AQS_TEST_DATABASE_URL must reach PostgreSQL");
+    sqlx::query(&format!("CREATE DATABASE {name}")).execute(&pool).await.unwrap();
+    pool.close().await;
+    let (server, _) = base.rsplit_once('/').unwrap();
+    format!("{server}/{name}")
+}
+
+/// One `aqs serve` process.
+pub struct Server {
+    pub port: u16,
+    env: Vec<(String, String)>,
+    child: Option<Child>,
+}
+
+impl Server {
+    pub fn base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub async fn start(database_url: &str, redis_url: &str, namespace: &str) -> Self {
+        let port = free_port();
+        let env = vec![
+            ("AQS_HTTP_ADDR".to_owned(), format!("127.0.0.1:{port}")),
+            ("AQS_DATABASE_URL".to_owned(), database_url.to_owned()),
+            ("AQS_REDIS_URL".to_owned(), redis_url.to_owned()),
+            ("AQS_REDIS_NAMESPACE".to_owned(), namespace.to_owned()),
+            ("AQS_SESSION_SECRET".to_owned(), "e2e-session-secret-0123456789abcdefgh".to_owned()),
+            ("AQS_RECEIPT_SECRET".to_owned(), "e2e-receipt-secret-0123456789abcdefgh".to_owned()),
+            ("AQS_LOG".to_owned(), "warn".to_owned()),
+        ];
+        let status = Command::new(env!("CARGO_BIN_EXE_aqs"))
+            .arg("migrate")
+            .envs(env.iter().cloned())
+            .status()
+            .unwrap();
+        assert!(status.success(), "aqs migrate failed");
+        let mut server = Self { port, env, child: None };
+        server.restart().await;
+        server
+    }
+
+    /// Runs `aqs serve` with this server's settings and waits until it is healthy.
+    pub async fn restart(&mut self) {
+        let child = Command::new(env!("CARGO_BIN_EXE_aqs")).arg("serve").envs(self.env.iter().cloned()).spawn().unwrap();
+        self.child = Some(child);
+        let http = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(response) = http.get(format!("{}/queue/v1/health", self.base())).send().await
+                && response.status().is_success()
+            {
+                return;
+            }
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                panic!("aqs serve exited early: {status}");
+            }
+            assert!(Instant::now() < deadline, "aqs serve did not become healthy");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Starts `aqs serve` expecting it to refuse to run; returns its stderr.
+    pub fn start_expecting_failure(database_url: &str, redis_url: &str) -> String {
+        let output = Command::new(env!("CARGO_BIN_EXE_aqs"))
+            .arg("serve")
+            .env("AQS_HTTP_ADDR", format!("127.0.0.1:{}", free_port()))
+            .env("AQS_DATABASE_URL", database_url)
+            .env("AQS_REDIS_URL", redis_url)
+            .env("AQS_REDIS_NAMESPACE", unique("e"))
+            .env("AQS_SESSION_SECRET", "e2e-session-secret-0123456789abcdefgh")
+            .env("AQS_RECEIPT_SECRET", "e2e-receipt-secret-0123456789abcdefgh")
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "aqs serve should have refused to start");
+        String::from_utf8_lossy(&output.stderr).into_owned() + &String::from_utf8_lossy(&output.stdout)
+    }
+
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// A member with one queue, talking HTTP to a server.
+pub struct Tenant {
+    pub http: reqwest::Client,
+    pub base: String,
+    pub session: String,
+    pub slug: String,
+    pub token: String,
+}
+
+impl Tenant {
+    pub async fn sign_up(server: &Server, queue: Value) -> Self {
+        let http = reqwest::Client::new();
+        let base = server.base();
+        let email = format!("{}@example.com", unique("m"));
+        let signup: Value = http
+            .post(format!("{base}/api/v1/auth/signup"))
+            .json(&json!({"email": email, "password": "correct horse battery"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let session = signup["session"].as_str().expect("signup returns a session").to_owned();
+        let created: Value = http
+            .post(format!("{base}/api/v1/queues"))
+            .bearer_auth(&session)
+            .json(&queue)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        Self {
+            slug: created["queue"]["slug"].as_str().expect("queue.slug").to_owned(),
+            token: created["token"]["secret"].as_str().expect("token.secret").to_owned(),
+            http,
+            base,
+            session,
+        }
+    }
+
+    pub async fn post(&self, route: &str, body: Value) -> (u16, Value) {
+        let response = self
+            .http
+            .post(format!("{}/queue/v1/{}/{route}", self.base, self.slug))
+            .bearer_auth(&self.token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn publish(&self, body: &str) -> (u16, Value) {
+        self.post("messages", json!({"body": body})).await
+    }
+
+    /// Consumes up to `max` messages: (id, body, receipt, attempts).
+    pub async fn consume(&self, max: u32, wait: u32, visibility: u32) -> Vec<(String, String, String, u64)> {
+        let (status, body) = self
+            .post("consume", json!({"max_messages": max, "max_wait_seconds": wait, "visibility_seconds": visibility}))
+            .await;
+        assert_eq!(status, 200, "consume: {body}");
+        body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                let bytes = base64::engine::general_purpose::STANDARD.decode(m["body_base64"].as_str().unwrap()).unwrap();
+                (
+                    m["id"].as_str().unwrap().to_owned(),
+                    String::from_utf8(bytes).unwrap(),
+                    m["receipt"].as_str().unwrap().to_owned(),
+                    m["attempts"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    pub async fn ack(&self, receipts: &[String]) -> Value {
+        let (status, body) = self.post("ack", json!({"receipts": receipts})).await;
+        assert_eq!(status, 200, "ack: {body}");
+        body
+    }
+}
