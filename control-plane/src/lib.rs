@@ -8,18 +8,19 @@
 //! - a service layer of plain async functions ([`auth`], [`queues`], [`tokens`]) that take the
 //!   authenticated [`MemberId`] first, so a tenant's data cannot be read without it; the console
 //!   calls these directly;
-//! - [`routes`]: thin HTTP handlers over the service layer, mounted by [`router`];
-//! - [`projection`]: every Redis write, in the order that keeps the data plane from seeing a
+//! - `routes`: thin HTTP handlers over the service layer, mounted by [`router`];
+//! - `projection`: every Redis write, in the order that keeps the data plane from seeing a
 //!   half-made or half-deleted queue.
 
 pub mod auth;
 mod db_error;
 pub mod members;
 mod password;
-pub mod projection;
+mod projection;
 pub mod queue_settings;
 pub mod queues;
 mod redis_scan;
+mod resync;
 mod routes;
 mod session;
 pub mod slug;

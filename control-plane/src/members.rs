@@ -17,10 +17,6 @@ use uuid::Uuid;
 pub struct MemberId(Uuid);
 
 impl MemberId {
-    pub(crate) fn from_verified(id: Uuid) -> Self {
-        Self(id)
-    }
-
     pub fn as_uuid(self) -> Uuid {
         self.0
     }

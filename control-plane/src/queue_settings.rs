@@ -46,7 +46,9 @@ impl NewQueue {
     pub fn check(self) -> ApiResult<Settings> {
         Ok(Settings {
             name: check_name(&self.name)?,
-            visibility_timeout_seconds: check_visibility(self.visibility_timeout_seconds.unwrap_or(VISIBILITY_DEFAULT_SECS))?,
+            visibility_timeout_seconds: check_visibility(
+                self.visibility_timeout_seconds.unwrap_or(VISIBILITY_DEFAULT_SECS),
+            )?,
             max_attempts: check_attempts(self.max_attempts.unwrap_or(MAX_ATTEMPTS_DEFAULT))?,
             payload_size: check_payload_size(self.payload_size.unwrap_or(PAYLOAD_SIZE_DEFAULT))?,
             storage_limit: check_storage_limit(self.storage_limit.unwrap_or(STORAGE_DEFAULT))?,

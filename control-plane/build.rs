@@ -1,0 +1,5 @@
+//! `sqlx::migrate!` embeds `migrations/` at compile time; rebuild when a migration changes.
+
+fn main() {
+    println!("cargo:rerun-if-changed=../migrations");
+}

@@ -1,0 +1,151 @@
+//! Every write of the Redis projection the data plane reads (see `aqs_core::projection`): queue
+//! meta hashes, slug records, token records and the set of live queues.
+//!
+//! PostgreSQL is changed first and committed; only then is Redis written. If Redis fails part-way,
+//! the request answers 503 and the two stores disagree until the next start-up, when
+//! `ControlPlane::resync_projection` rewrites the projection from PostgreSQL. Writing Redis first
+//! instead could expose a queue or token that PostgreSQL then refuses to commit.
+//!
+//! Order is what keeps the data plane from seeing a half-made or half-deleted queue, and it is
+//! enforced with separate round trips, not just command order inside one pipeline: in a Redis
+//! Cluster a pipeline's commands for different shards run in parallel.
+//! - create: the meta hash (and `queues` set) first; then the slug and token records that lead to it.
+//! - delete: the slug and token records first, so no request can reach the queue; then its data
+//!   and meta; the `queues` set entry last, so an interrupted delete is still found by the re-sync.
+
+use crate::redis_scan::keys_matching;
+use aqs_core::ApiError;
+use aqs_core::ids::QueueId;
+use aqs_core::keys::Keys;
+use aqs_core::projection::{QueueMeta, TokenRecord};
+use aqs_core::redis_conn::RedisConn;
+use redis::{RedisError, RedisResult, Script};
+use std::sync::LazyLock;
+
+/// Deletes a slug record only while it still names the queue being deleted, so deleting a queue
+/// never removes the slug a newer queue has since taken.
+static DEL_IF_EQUALS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/del_if_equals.lua")));
+
+/// How many records one pipeline carries during a re-sync.
+const CHUNK: usize = 200;
+
+/// A token record keyed by the SHA-256 of its secret.
+#[derive(Clone, Debug)]
+pub struct ProjectedToken {
+    pub hash: String,
+    pub record: TokenRecord,
+}
+
+/// The answer to a request whose PostgreSQL change committed but whose projection failed: 503, and
+/// the start-up re-sync repairs Redis.
+pub(crate) fn failed(err: RedisError) -> ApiError {
+    tracing::warn!(error = %err, "projecting into Redis failed; the next start-up re-sync repairs it");
+    ApiError::unavailable("storage")
+}
+
+/// A new queue: its meta first, then the slug and first token that lead to it.
+pub async fn create_queue(
+    conn: &mut RedisConn,
+    keys: &Keys,
+    meta: &QueueMeta,
+    token: &ProjectedToken,
+) -> RedisResult<()> {
+    put_metas(conn, keys, std::slice::from_ref(meta)).await?;
+    put_entries(conn, keys, std::slice::from_ref(meta), std::slice::from_ref(token)).await
+}
+
+/// Changed settings, pause or resume: the meta hash is rewritten in place (never deleted first, so
+/// a reader never finds it missing). The slug never changes.
+pub async fn update_queue(conn: &mut RedisConn, keys: &Keys, meta: &QueueMeta) -> RedisResult<()> {
+    put_metas(conn, keys, std::slice::from_ref(meta)).await
+}
+
+pub async fn put_token(conn: &mut RedisConn, keys: &Keys, token: &ProjectedToken) -> RedisResult<()> {
+    put_entries(conn, keys, &[], std::slice::from_ref(token)).await
+}
+
+pub async fn remove_token(conn: &mut RedisConn, keys: &Keys, hash: &str) -> RedisResult<()> {
+    redis::cmd("DEL").arg(keys.token(hash)).query_async(conn).await
+}
+
+/// A deleted queue: unreachable first (slug, tokens), then every key of it, then the set entry.
+pub async fn remove_queue(
+    conn: &mut RedisConn,
+    keys: &Keys,
+    id: QueueId,
+    slug: &str,
+    token_hashes: &[String],
+) -> RedisResult<()> {
+    let _removed: i64 = DEL_IF_EQUALS.key(keys.slug(slug)).arg(id.to_string()).invoke_async(conn).await?;
+    if !token_hashes.is_empty() {
+        let mut pipe = redis::pipe();
+        for hash in token_hashes {
+            // One key per DEL: token records live on different cluster slots.
+            pipe.del(keys.token(hash)).ignore();
+        }
+        pipe.query_async::<()>(conn).await?;
+    }
+    remove_queue_data(conn, keys, id).await?;
+    redis::cmd("SREM").arg(keys.queues()).arg(id.to_string()).query_async(conn).await
+}
+
+/// UNLINKs every key of a queue: the fixed ones, then whatever a SCAN of its hash tag finds
+/// (idempotency records, and keys other roles added with `QueueKeys::extra`).
+async fn remove_queue_data(conn: &mut RedisConn, keys: &Keys, id: QueueId) -> RedisResult<()> {
+    let q = keys.queue(id);
+    let fixed = [
+        q.meta(),
+        q.stream(),
+        q.lease(),
+        q.delayed(),
+        q.delayed_messages(),
+        q.dead_letters(),
+        q.stats(),
+        q.token_last_used(),
+    ];
+    // All of them share the queue's hash tag, so one multi-key UNLINK is valid on a cluster too.
+    redis::cmd("UNLINK").arg(&fixed).query_async::<()>(conn).await?;
+    let rest = keys_matching(conn, &q.pattern()).await?;
+    for chunk in rest.chunks(CHUNK) {
+        redis::cmd("UNLINK").arg(chunk).query_async::<()>(conn).await?;
+    }
+    Ok(())
+}
+
+/// Writes meta hashes and `queues` set entries.
+pub(crate) async fn put_metas(conn: &mut RedisConn, keys: &Keys, metas: &[QueueMeta]) -> RedisResult<()> {
+    for chunk in metas.chunks(CHUNK) {
+        let mut pipe = redis::pipe();
+        for meta in chunk {
+            pipe.hset_multiple(keys.queue(meta.id).meta(), &meta.to_fields()).ignore();
+            pipe.sadd(keys.queues(), meta.id.to_string()).ignore();
+        }
+        pipe.query_async::<()>(conn).await?;
+    }
+    Ok(())
+}
+
+/// Writes slug records and token records: the entry points that lead to a queue's meta.
+pub(crate) async fn put_entries(
+    conn: &mut RedisConn,
+    keys: &Keys,
+    metas: &[QueueMeta],
+    tokens: &[ProjectedToken],
+) -> RedisResult<()> {
+    for chunk in metas.chunks(CHUNK) {
+        let mut pipe = redis::pipe();
+        for meta in chunk {
+            pipe.set(keys.slug(&meta.slug), meta.id.to_string()).ignore();
+        }
+        pipe.query_async::<()>(conn).await?;
+    }
+    for chunk in tokens.chunks(CHUNK) {
+        let mut pipe = redis::pipe();
+        for token in chunk {
+            // HSET of every field overwrites a previous version in place: the field set is fixed.
+            pipe.hset_multiple(keys.token(&token.hash), &token.record.to_fields()).ignore();
+        }
+        pipe.query_async::<()>(conn).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,25 @@
+//! The `/api/v1` HTTP routes: thin handlers that parse the request, call the service layer and
+//! shape the answer. Paths are full, so the binary can merge this router with the others.
+
+mod auth;
+mod path;
+mod queues;
+mod tokens;
+
+use crate::state::ControlPlane;
+use axum::Router;
+use axum::routing::{delete, get, post};
+
+pub fn router(state: ControlPlane) -> Router {
+    Router::new()
+        .route("/api/v1/auth/signup", post(auth::signup))
+        .route("/api/v1/auth/login", post(auth::login))
+        .route("/api/v1/auth/me", get(auth::me))
+        .route("/api/v1/queues", post(queues::create).get(queues::list))
+        .route("/api/v1/queues/{slug}", get(queues::get).patch(queues::update).delete(queues::delete))
+        .route("/api/v1/queues/{slug}/pause", post(queues::pause))
+        .route("/api/v1/queues/{slug}/resume", post(queues::resume))
+        .route("/api/v1/queues/{slug}/tokens", post(tokens::mint).get(tokens::list))
+        .route("/api/v1/queues/{slug}/tokens/{id}", delete(tokens::revoke))
+        .with_state(state)
+}

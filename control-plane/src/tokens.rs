@@ -1,0 +1,266 @@
+//! Queue tokens: mint (the secret is returned once and only its SHA-256 is stored), list (never a
+//! secret) and revoke. Like every tenant function, each takes the authenticated member first, and
+//! a token of another member's queue is "not found".
+//!
+//! Listings show revoked tokens too, with `revoked_at` set, so a member can see what was cut off.
+
+use crate::db_error::db_error;
+use crate::members::MemberId;
+use crate::projection::{self, ProjectedToken};
+use crate::queues;
+use crate::slug;
+use crate::state::ControlPlane;
+use crate::timefmt;
+use aqs_core::ids::QueueId;
+use aqs_core::projection::TokenRecord;
+use aqs_core::token::{Scope, TokenSecret};
+use aqs_core::{ApiError, ApiResult};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize, Serializer};
+use sqlx::PgConnection;
+use std::collections::HashMap;
+use uuid::Uuid;
+
+pub const NAME_MAX_CHARS: usize = 64;
+
+/// `POST /api/v1/queues/{slug}/tokens`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewToken {
+    pub name: String,
+    /// Any non-empty subset of `send`, `consume`, `manage`.
+    pub scopes: Vec<String>,
+}
+
+/// A token as listed: never its secret.
+#[derive(Clone, Debug, Serialize)]
+pub struct Token {
+    pub id: Uuid,
+    pub name: String,
+    pub scopes: Vec<Scope>,
+    pub last_four: String,
+    #[serde(serialize_with = "timefmt::rfc3339")]
+    pub created_at: DateTime<Utc>,
+    #[serde(serialize_with = "timefmt::rfc3339_opt")]
+    pub last_used_at: Option<DateTime<Utc>>,
+    #[serde(serialize_with = "timefmt::rfc3339_opt")]
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+/// A token just minted, with its secret: the only time the secret is ever shown.
+#[derive(Clone, Debug, Serialize)]
+pub struct CreatedToken {
+    #[serde(flatten)]
+    pub token: Token,
+    #[serde(serialize_with = "expose_secret")]
+    pub secret: TokenSecret,
+}
+
+fn expose_secret<S: Serializer>(secret: &TokenSecret, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(secret.expose())
+}
+
+impl CreatedToken {
+    pub(crate) fn projected(&self, queue: QueueId) -> ProjectedToken {
+        ProjectedToken {
+            hash: self.secret.hash(),
+            record: TokenRecord { token_id: self.token.id, queue, scopes: self.token.scopes.clone() },
+        }
+    }
+}
+
+const COLUMNS: &str = "id, name, scopes, last_four, created_at, last_used_at, revoked_at";
+
+#[derive(sqlx::FromRow)]
+struct TokenRow {
+    id: Uuid,
+    name: String,
+    scopes: Vec<String>,
+    last_four: String,
+    created_at: DateTime<Utc>,
+    last_used_at: Option<DateTime<Utc>>,
+    revoked_at: Option<DateTime<Utc>>,
+}
+
+impl From<TokenRow> for Token {
+    fn from(row: TokenRow) -> Self {
+        Self {
+            id: row.id,
+            name: row.name,
+            // The CHECK constraint in migrations/ admits only known scope names.
+            scopes: row.scopes.iter().filter_map(|s| Scope::parse(s)).collect(),
+            last_four: row.last_four,
+            created_at: row.created_at,
+            last_used_at: row.last_used_at,
+            revoked_at: row.revoked_at,
+        }
+    }
+}
+
+/// Mints a token for the member's queue `slug`.
+pub async fn mint(cp: &ControlPlane, member: MemberId, slug: &str, input: NewToken) -> ApiResult<CreatedToken> {
+    let name = check_name(&input.name)?;
+    let scopes = check_scopes(&input.scopes)?;
+    if !slug::is_valid(slug) {
+        return Err(queues::not_found());
+    }
+    let mut tx = cp.db().begin().await.map_err(db_error)?;
+    // FOR SHARE holds off a concurrent delete of the queue until this token is committed, so the
+    // delete then sees (and revokes) it; a queue deleted first is not found here.
+    let queue: Uuid =
+        sqlx::query_scalar("SELECT id FROM queues WHERE member_id = $1 AND slug = $2 AND deleted_at IS NULL FOR SHARE")
+            .bind(member.as_uuid())
+            .bind(slug)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_error)?
+            .ok_or_else(queues::not_found)?;
+    let token = insert(&mut tx, QueueId(queue), &name, &scopes).await?;
+    tx.commit().await.map_err(db_error)?;
+
+    projection::put_token(&mut cp.redis(), cp.keys(), &token.projected(QueueId(queue)))
+        .await
+        .map_err(projection::failed)?;
+    Ok(token)
+}
+
+/// Inserts a token for `queue` inside the caller's transaction.
+pub(crate) async fn insert(
+    tx: &mut PgConnection,
+    queue: QueueId,
+    name: &str,
+    scopes: &[Scope],
+) -> ApiResult<CreatedToken> {
+    let secret = TokenSecret::generate();
+    let names: Vec<&str> = scopes.iter().map(|s| s.as_str()).collect();
+    let row = sqlx::query_as::<_, TokenRow>(&format!(
+        "INSERT INTO tokens (id, queue_id, name, scopes, secret_hash, last_four) VALUES ($1, $2, $3, $4, $5, $6)
+         RETURNING {COLUMNS}"
+    ))
+    .bind(Uuid::new_v4())
+    .bind(queue.0)
+    .bind(name)
+    .bind(&names)
+    .bind(secret.hash())
+    .bind(secret.last_four())
+    .fetch_one(tx)
+    .await
+    .map_err(db_error)?;
+    Ok(CreatedToken { token: row.into(), secret })
+}
+
+/// The queue's tokens, oldest first, revoked ones included. `last_used_at` is the later of the
+/// PostgreSQL column and what the data plane recorded in Redis.
+pub async fn list(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<Vec<Token>> {
+    let queue = queues::find(cp.db(), member, slug).await?.into_queue(cp.public_url());
+    let rows = sqlx::query_as::<_, TokenRow>(&format!(
+        "SELECT {COLUMNS} FROM tokens WHERE queue_id = $1 ORDER BY created_at, id"
+    ))
+    .bind(queue.id.0)
+    .fetch_all(cp.db())
+    .await
+    .map_err(db_error)?;
+    let used = last_used(cp, queue.id).await;
+    Ok(rows
+        .into_iter()
+        .map(Token::from)
+        .map(|mut token| {
+            token.last_used_at = token.last_used_at.max(used.get(&token.id).copied());
+            token
+        })
+        .collect())
+}
+
+/// token id → last use, from the hash the data plane writes. Only a display hint: when Redis is
+/// unreachable the listing still answers, with the PostgreSQL values.
+async fn last_used(cp: &ControlPlane, queue: QueueId) -> HashMap<Uuid, DateTime<Utc>> {
+    let key = cp.keys().queue(queue).token_last_used();
+    let raw: HashMap<String, String> = match redis::cmd("HGETALL").arg(&key).query_async(&mut cp.redis()).await {
+        Ok(raw) => raw,
+        Err(err) => {
+            tracing::warn!(error = %err, %queue, "cannot read token last-use times; listing without them");
+            return HashMap::new();
+        }
+    };
+    raw.into_iter()
+        .filter_map(|(id, ms)| {
+            let at = DateTime::from_timestamp_millis(ms.parse().ok()?)?;
+            Some((Uuid::try_parse(&id).ok()?, at))
+        })
+        .collect()
+}
+
+/// Revokes a token of the member's queue; revoking a revoked token again is a no-op success.
+pub async fn revoke(cp: &ControlPlane, member: MemberId, slug: &str, token_id: &str) -> ApiResult<()> {
+    let not_found = || ApiError::not_found("no token with this id on this queue");
+    let id = Uuid::try_parse(token_id).map_err(|_| not_found())?;
+    if !slug::is_valid(slug) {
+        return Err(queues::not_found());
+    }
+    let hash: String = sqlx::query_scalar(
+        "UPDATE tokens t SET revoked_at = COALESCE(t.revoked_at, now())
+         FROM queues q
+         WHERE q.member_id = $1 AND q.slug = $2 AND q.deleted_at IS NULL AND t.queue_id = q.id AND t.id = $3
+         RETURNING t.secret_hash",
+    )
+    .bind(member.as_uuid())
+    .bind(slug)
+    .bind(id)
+    .fetch_optional(cp.db())
+    .await
+    .map_err(db_error)?
+    .ok_or_else(not_found)?;
+    projection::remove_token(&mut cp.redis(), cp.keys(), &hash).await.map_err(projection::failed)
+}
+
+/// Revokes every token of a queue being deleted, returning all their hashes (revoked earlier or
+/// now) so every record can be removed from Redis.
+pub(crate) async fn revoke_all(tx: &mut PgConnection, queue: Uuid) -> ApiResult<Vec<String>> {
+    sqlx::query_scalar(
+        "UPDATE tokens SET revoked_at = COALESCE(revoked_at, now()) WHERE queue_id = $1 RETURNING secret_hash",
+    )
+    .bind(queue)
+    .fetch_all(tx)
+    .await
+    .map_err(db_error)
+}
+
+fn check_name(name: &str) -> ApiResult<String> {
+    let name = name.trim();
+    let chars = name.chars().count();
+    if chars == 0 || chars > NAME_MAX_CHARS {
+        return Err(ApiError::invalid(format!("name: use 1 to {NAME_MAX_CHARS} characters")));
+    }
+    Ok(name.to_owned())
+}
+
+/// Parses scope names into a sorted set; unknown names and an empty list are rejected.
+fn check_scopes(names: &[String]) -> ApiResult<Vec<Scope>> {
+    let mut scopes = names
+        .iter()
+        .map(|name| {
+            Scope::parse(name.trim()).ok_or_else(|| {
+                ApiError::invalid(format!("scopes: unknown scope {name:?}; use send, consume or manage"))
+            })
+        })
+        .collect::<ApiResult<Vec<_>>>()?;
+    if scopes.is_empty() {
+        return Err(ApiError::invalid("scopes: give at least one of send, consume, manage"));
+    }
+    scopes.sort();
+    scopes.dedup();
+    Ok(scopes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_are_a_sorted_non_empty_set_of_known_names() {
+        let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(check_scopes(&names(&["manage", "send", "send"])).unwrap(), vec![Scope::Send, Scope::Manage]);
+        assert!(check_scopes(&[]).unwrap_err().to_string().starts_with("scopes"));
+        assert!(check_scopes(&names(&["send", "admin"])).unwrap_err().to_string().contains("admin"));
+    }
+}

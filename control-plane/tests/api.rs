@@ -1,0 +1,12 @@
+//! End-to-end tests of the control plane: the real router on a real port, a fresh PostgreSQL
+//! database per test (`#[sqlx::test]`) and a fresh Redis namespace per test.
+
+mod api {
+    mod auth;
+    mod errors;
+    mod isolation;
+    mod projection;
+    mod queues;
+    mod support;
+    mod tokens;
+}
