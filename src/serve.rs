@@ -2,6 +2,7 @@
 //! serves it until the shutdown signal, which is fanned out to every background loop.
 
 use aqs_core::config::{Config, Role};
+use aqs_core::ApiError;
 use aqs_core::redis_conn;
 use anyhow::Context;
 use axum::Router;
@@ -59,6 +60,11 @@ pub async fn run(config: Config, listener: TcpListener, shutdown: impl Future<Ou
             app = app.merge(aqs_console::router(&config, control, dp));
         }
     }
+
+    // Unknown paths and methods answer in the API's error format too, not with an empty body.
+    let app = app
+        .fallback(|| async { ApiError::not_found("no such route") })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed("this route does not take that method".into()) });
 
     let addr = listener.local_addr()?;
     tracing::info!(%addr, roles = %config.roles, "aqs serving");

@@ -25,6 +25,8 @@ pub enum ApiError {
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
+    MethodNotAllowed(String),
+    #[error("{0}")]
     Conflict(String),
     #[error("{0}")]
     IdempotencyConflict(String),
@@ -74,6 +76,7 @@ impl ApiError {
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) | Self::QueueLimitReached(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Self::Conflict(_) | Self::IdempotencyConflict(_) | Self::LeaseLost(_) | Self::QueuePaused(_) => {
                 StatusCode::CONFLICT
             }
@@ -94,6 +97,7 @@ impl ApiError {
             Self::Unauthorized(_) => "unauthorized",
             Self::Forbidden(_) => "forbidden",
             Self::NotFound(_) => "not_found",
+            Self::MethodNotAllowed(_) => "method_not_allowed",
             Self::Conflict(_) => "conflict",
             Self::IdempotencyConflict(_) => "idempotency_conflict",
             Self::ReceiptInvalid(_) => "receipt_invalid",

@@ -9,8 +9,11 @@
 //! | `NS:{q:ID}:meta` | hash | projected queue settings (see `projection`) |
 //! | `NS:{q:ID}:s` | stream, group `g` | ready and leased messages |
 //! | `NS:{q:ID}:lease` | zset | stream id → lease deadline (ms) |
+//! | `NS:{q:ID}:backoff` | zset | stream id → due (ms): leases released by a nack |
+//! | `NS:{q:ID}:errors` | hash | stream id → last nack error |
 //! | `NS:{q:ID}:delayed` | zset + `NS:{q:ID}:delayed:m` hash | messages held by a publish delay |
 //! | `NS:{q:ID}:dlq` | stream | dead letters with reason, attempts, dead-at |
+//! | `NS:{q:ID}:dlq:ix` | hash | message id → dead-letter stream id |
 //! | `NS:{q:ID}:idem:<key>` | string | idempotency record |
 //! | `NS:{q:ID}:stats` | hash | stored bytes and per-UTC-day counters |
 //! | `NS:{q:ID}:wake` | channel | published to when a message becomes ready |
@@ -94,8 +97,20 @@ impl QueueKeys {
     pub fn delayed_messages(&self) -> String {
         self.key("delayed:m")
     }
+    /// Leases a nack released, with the time they fall due (a subset of `lease`).
+    pub fn backoff(&self) -> String {
+        self.key("backoff")
+    }
+    /// The last nack error of a leased message.
+    pub fn errors(&self) -> String {
+        self.key("errors")
+    }
     pub fn dead_letters(&self) -> String {
         self.key("dlq")
+    }
+    /// Message id → its entry in the dead-letter stream (replay and purge by id).
+    pub fn dead_letter_index(&self) -> String {
+        self.key("dlq:ix")
     }
     pub fn idempotency(&self, key: &str) -> String {
         self.key(&format!("idem:{key}"))

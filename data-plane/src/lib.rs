@@ -1,1 +1,34 @@
-//! placeholder
+//! The AQS data plane: the `/queue/v1` message API on Redis Streams and Lua.
+//!
+//! - [`router`] serves every route under `/queue/v1`; [`queue_routes`] are the per-queue handlers
+//!   alone, written against an extracted [`QueueContext`] so a custom host can serve them at `/`.
+//! - [`spawn_background`] starts the sweeper (timers) and the wake-up subscriber (long polls).
+//! - [`engine`] is the storage layer: one typed method per operation, taking a `QueueId`; the
+//!   console calls it directly.
+
+mod auth;
+mod body;
+mod cache;
+pub mod engine;
+mod longpoll;
+mod rate_limit;
+mod routes;
+mod state;
+mod sweeper;
+mod wake;
+
+pub use auth::{PinnedQueue, QueueContext};
+pub use routes::{queue_routes, router};
+pub use state::DataPlane;
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// Starts the background tasks of a data-plane process: the sweeper and the wake-up subscriber.
+/// Both keep retrying while Redis is away and end when `shutdown` is cancelled.
+pub fn spawn_background(state: &DataPlane, shutdown: CancellationToken) -> Vec<JoinHandle<()>> {
+    if state.shutdown.set(shutdown.clone()).is_err() {
+        tracing::warn!("spawn_background called twice; long polls follow the first shutdown signal");
+    }
+    vec![sweeper::spawn(state.clone(), shutdown.clone()), wake::spawn_subscriber(state, shutdown)]
+}

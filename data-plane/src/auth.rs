@@ -1,0 +1,91 @@
+//! `QueueContext`: who is calling and for which queue. Every per-queue handler takes one; it
+//! exists only once the bearer token is valid and belongs to the queue. Order of answers: a
+//! missing, malformed or unknown token is 401; an unknown slug, or a queue other than the token's,
+//! is 404 (another tenant's queue is never revealed); a missing scope is 403.
+
+use crate::rate_limit::Class;
+use crate::state::DataPlane;
+use aqs_core::error::{ApiError, ApiResult};
+use aqs_core::ids::QueueId;
+use aqs_core::projection::TokenRecord;
+use aqs_core::time::now_ms;
+use aqs_core::token::{Scope, TokenSecret};
+use axum::extract::{FromRequestParts, Path};
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+
+/// The queue a custom host is pinned to. A host-routing layer inserts it as a request extension;
+/// without it the queue comes from the `{slug}` path segment.
+#[derive(Clone, Copy, Debug)]
+pub struct PinnedQueue(pub QueueId);
+
+#[derive(Clone, Debug)]
+pub struct QueueContext {
+    pub queue: QueueId,
+    pub token: TokenRecord,
+}
+
+impl FromRequestParts<DataPlane> for QueueContext {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &DataPlane) -> ApiResult<Self> {
+        let secret = bearer(parts)?;
+        let mut conn = state.engine.conn();
+        let token = state
+            .auth
+            .token(&mut conn, &secret.hash())
+            .await?
+            .ok_or_else(|| ApiError::Unauthorized("the token is unknown or was revoked".into()))?;
+        let queue = match parts.extensions.get::<PinnedQueue>() {
+            Some(pinned) => pinned.0,
+            None => {
+                let Path(slug) = Path::<String>::from_request_parts(parts, state)
+                    .await
+                    .map_err(|_| ApiError::not_found("no such queue"))?;
+                state.auth.slug(&mut conn, &slug).await?.ok_or_else(|| ApiError::not_found("no such queue"))?
+            }
+        };
+        if token.queue != queue {
+            return Err(ApiError::not_found("no such queue"));
+        }
+        Ok(Self { queue, token })
+    }
+}
+
+fn bearer(parts: &Parts) -> ApiResult<TokenSecret> {
+    let header = parts
+        .headers
+        .get(AUTHORIZATION)
+        .ok_or_else(|| ApiError::Unauthorized("send the queue token as Authorization: Bearer acq_…".into()))?;
+    let text = header.to_str().unwrap_or_default();
+    let token = text.strip_prefix("Bearer ").or_else(|| text.strip_prefix("bearer ")).unwrap_or_default().trim();
+    TokenSecret::parse(token).ok_or_else(|| ApiError::Unauthorized("the token is malformed".into()))
+}
+
+impl QueueContext {
+    /// Checks that the token has one of `scopes`, takes the request from its rate budget, and
+    /// stamps the token's last use (at most once a minute, off the request path).
+    pub fn authorize(&self, state: &DataPlane, scopes: &[Scope], class: Class) -> ApiResult<()> {
+        if !scopes.iter().any(|s| self.token.allows(*s)) {
+            let names: Vec<&str> = scopes.iter().map(|s| s.as_str()).collect();
+            return Err(ApiError::Forbidden(format!("this token lacks the {} scope", names.join(" or "))));
+        }
+        let now = now_ms();
+        if state.usage.admit(self.token.token_id, class, now)?.record_use {
+            record_last_use(state, self.queue, self.token.token_id, now);
+        }
+        Ok(())
+    }
+}
+
+fn record_last_use(state: &DataPlane, queue: QueueId, token_id: uuid::Uuid, now: u64) {
+    let key = state.engine.keys().queue(queue).token_last_used();
+    let mut conn = state.engine.conn();
+    tokio::spawn(async move {
+        let written: redis::RedisResult<i64> =
+            redis::cmd("HSET").arg(key).arg(token_id.to_string()).arg(now).query_async(&mut conn).await;
+        if let Err(err) = written {
+            tracing::warn!(error = %err, %token_id, "could not record the token's last use");
+        }
+    });
+}

@@ -1,0 +1,57 @@
+//! Ack and nack of deliveries named by already-verified receipts (`ack.lua`, `nack.lua`).
+
+use super::Engine;
+use super::reply::ints;
+use aqs_core::error::ApiResult;
+use aqs_core::ids::QueueId;
+use aqs_core::receipt::Receipt;
+use aqs_core::time::utc_day;
+
+/// What a nack did to one delivery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NackResult {
+    /// Back in the queue, available after the delay.
+    Returned,
+    /// That was its last attempt: moved to the dead-letter queue.
+    DeadLettered,
+    /// The receipt's delivery is no longer current.
+    LeaseLost,
+}
+
+impl Engine {
+    /// Acknowledges each receipt; `true` where it was still the current delivery.
+    pub async fn ack(&self, queue: QueueId, receipts: &[Receipt], now_ms: u64) -> ApiResult<Vec<bool>> {
+        let mut inv = self.invocation(&self.scripts.ack, queue);
+        inv.arg(now_ms).arg(utc_day(now_ms)).arg(receipts.len());
+        for receipt in receipts {
+            inv.arg(receipt.stream_id.to_string()).arg(receipt.message.to_string()).arg(receipt.delivery);
+        }
+        Ok(ints(self.run(&inv).await?)?.into_iter().map(|code| code == 1).collect())
+    }
+
+    /// Returns each receipt's message to the queue after `delay_ms`, keeping `error` as its last
+    /// error; a message on its last attempt is dead-lettered with that error as the reason.
+    pub async fn nack(
+        &self,
+        queue: QueueId,
+        receipts: &[Receipt],
+        delay_ms: u64,
+        error: &str,
+        now_ms: u64,
+    ) -> ApiResult<Vec<NackResult>> {
+        let mut inv = self.invocation(&self.scripts.nack, queue);
+        inv.arg(now_ms).arg(utc_day(now_ms)).arg(delay_ms).arg(error).arg(receipts.len());
+        for receipt in receipts {
+            inv.arg(receipt.stream_id.to_string()).arg(receipt.message.to_string()).arg(receipt.delivery);
+        }
+        let codes = ints(self.run(&inv).await?)?;
+        Ok(codes
+            .into_iter()
+            .map(|code| match code {
+                1 => NackResult::Returned,
+                2 => NackResult::DeadLettered,
+                _ => NackResult::LeaseLost,
+            })
+            .collect())
+    }
+}

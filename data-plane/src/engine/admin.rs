@@ -1,0 +1,67 @@
+//! Peek and purge of ready messages (`peek.lua`, `purge.lua`).
+
+use super::Engine;
+use super::reply::Reply;
+use aqs_core::error::ApiResult;
+use aqs_core::ids::QueueId;
+
+/// A ready message read without leasing it.
+#[derive(Clone, Debug)]
+pub struct PeekedMessage {
+    pub id: String,
+    pub body: Vec<u8>,
+    pub content_type: String,
+    pub attributes: String,
+    pub group_id: Option<String>,
+    pub published_at_ms: u64,
+    /// Deliveries so far.
+    pub attempts: u32,
+}
+
+/// Messages asked of one chunked script call (purge, replay, DLQ purge); the script lowers it for
+/// queues with large payloads (64 MiB of bodies per call at most). Bounds how long a call holds
+/// Redis.
+pub const PURGE_CHUNK: u32 = 500;
+
+impl Engine {
+    /// Up to `limit` ready messages in delivery order, attempts and leases untouched.
+    pub async fn peek(&self, queue: QueueId, limit: u32, now_ms: u64) -> ApiResult<Option<Vec<PeekedMessage>>> {
+        let mut inv = self.invocation(&self.scripts.peek, queue);
+        inv.arg(now_ms).arg(limit);
+        let mut reply = Reply::new(self.run(&inv).await?)?;
+        if reply.text()? != "ok" {
+            return Ok(None);
+        }
+        let mut out = Vec::with_capacity(reply.remaining() / 8);
+        while reply.remaining() > 0 {
+            let _stream_id = reply.text()?;
+            out.push(PeekedMessage {
+                id: reply.text()?,
+                body: reply.bytes()?,
+                content_type: reply.text()?,
+                attributes: reply.text()?,
+                group_id: reply.opt_text()?,
+                published_at_ms: reply.uint()?,
+                attempts: reply.uint()? as u32,
+            });
+        }
+        Ok(Some(out))
+    }
+
+    /// Deletes every waiting ready message (not leased, not delayed), in bounded chunks; returns
+    /// how many. Stops at the first chunk that is not full, so a steady stream of publishes
+    /// cannot keep it going forever.
+    pub async fn purge_ready(&self, queue: QueueId, now_ms: u64) -> ApiResult<u64> {
+        let mut total = 0;
+        loop {
+            let mut inv = self.invocation(&self.scripts.purge, queue);
+            inv.arg(now_ms).arg(PURGE_CHUNK);
+            let mut conn = self.conn.clone();
+            let (n, chunk): (u64, u64) = inv.invoke_async(&mut conn).await?;
+            total += n;
+            if n < chunk {
+                return Ok(total);
+            }
+        }
+    }
+}

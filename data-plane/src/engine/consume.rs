@@ -1,0 +1,68 @@
+//! Consume: lease up to N messages with `consume.lua`. Waiting (long polls) happens in the caller:
+//! Lua cannot block.
+
+use super::Engine;
+use super::reply::Reply;
+use aqs_core::error::ApiResult;
+use aqs_core::ids::{MessageId, QueueId};
+use aqs_core::receipt::StreamId;
+use aqs_core::time::utc_day;
+
+/// One delivery: a message under a fresh lease.
+#[derive(Clone, Debug)]
+pub struct Delivery {
+    pub stream_id: StreamId,
+    pub message: MessageId,
+    pub body: Vec<u8>,
+    pub content_type: String,
+    pub attributes: String,
+    pub group_id: Option<String>,
+    pub published_at_ms: u64,
+    /// Counts this delivery: 1 on the first.
+    pub attempts: u32,
+}
+
+#[derive(Debug)]
+pub enum ConsumeOutcome {
+    Delivered {
+        deliveries: Vec<Delivery>,
+        /// The lease actually granted (the queue's visibility timeout when none was asked).
+        lease_ms: u64,
+        /// When the earliest lease or delay falls due: a long poll sleeps until then at most.
+        next_due_ms: Option<u64>,
+    },
+    Paused,
+    QueueMissing,
+}
+
+impl Engine {
+    /// Leases up to `max` messages for `lease_ms` (0 = the queue's visibility timeout).
+    pub async fn consume(&self, queue: QueueId, max: u32, lease_ms: u64, now_ms: u64) -> ApiResult<ConsumeOutcome> {
+        let mut inv = self.invocation(&self.scripts.consume, queue);
+        inv.arg(now_ms).arg(utc_day(now_ms)).arg(max).arg(lease_ms);
+        let mut reply = Reply::new(self.run(&inv).await?)?;
+        match reply.text()?.as_str() {
+            "ok" => {}
+            "paused" => return Ok(ConsumeOutcome::Paused),
+            _ => return Ok(ConsumeOutcome::QueueMissing),
+        }
+        let lease_ms = reply.uint()?;
+        let next_due_ms = reply.opt_uint()?;
+        let mut deliveries = Vec::with_capacity(reply.remaining() / 8);
+        while reply.remaining() > 0 {
+            let sid = reply.text()?;
+            let id = reply.text()?;
+            deliveries.push(Delivery {
+                stream_id: StreamId::parse(&sid).ok_or_else(|| anyhow::anyhow!("bad stream id {sid}"))?,
+                message: MessageId::parse(&id).ok_or_else(|| anyhow::anyhow!("bad message id {id}"))?,
+                body: reply.bytes()?,
+                content_type: reply.text()?,
+                attributes: reply.text()?,
+                group_id: reply.opt_text()?,
+                published_at_ms: reply.uint()?,
+                attempts: reply.uint()? as u32,
+            });
+        }
+        Ok(ConsumeOutcome::Delivered { deliveries, lease_ms, next_due_ms })
+    }
+}

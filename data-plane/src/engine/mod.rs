@@ -1,0 +1,118 @@
+//! The message engine: the one place that talks to Redis about messages. Every operation is one
+//! Lua script (`scripts/*.lua`, one per operation) run with one EVALSHA; purges and replays of a
+//! whole queue run the same script in bounded chunks so Redis is never blocked for long.
+//!
+//! # Structures (per queue, all under the hash tag `{q:ID}`, names from `aqs_core::keys`)
+//!
+//! - `s`: a stream with one consumer group `g` and one consumer `c`. It holds every ready and
+//!   leased message. Entries are version-1 records (`v`, `id`, `b`, `ct`, `a`, `g`, `pa`, `ik`,
+//!   `n`, `sz`; see `scripts/common.lua`).
+//! - `lease`: zset stream id → lease deadline (ms). Its members are exactly the group's PEL.
+//! - `backoff`: zset stream id → due (ms): the leases a nack released (a subset of `lease`).
+//! - `delayed` + `delayed:m`: messages published with a delay (zset message id → due, hash message
+//!   id → cmsgpack'd record), promoted into the stream when due.
+//! - `dlq` + `dlq:ix`: dead letters (stream, with reason `r`, attempts `at`, dead-at `da`) and
+//!   message id → dlq stream id.
+//! - `errors`: stream id → the last nack error. `stats`: `bytes` and per-UTC-day counters.
+//! - `idem:<key>`: `id:fingerprint:published:available`, no TTL while the message is stored.
+//!
+//! # The life of a message
+//!
+//! publish → (delayed → promoted) → stream, never delivered → consume: XREADGROUP puts it in the
+//! PEL (delivery counter 1) and the lease zset (deadline) → ack: XACK + XDEL + ZREM, bytes freed,
+//! the idempotency record gets a TTL of what remains of publish + 24 h. A nack moves the lease
+//! deadline to now + delay and marks it in `backoff`; a lease that runs out is simply due. The
+//! next consume claims due leases first (XCLAIM with min-idle 0 bumps the delivery counter); a due
+//! lease whose deliveries reached max attempts is moved to the DLQ instead (reason: the nack's
+//! error, or "visibility timeout expired"), by that consume or by the sweeper. Replay re-adds the
+//! record to the stream with `n = 0` (attempts reset, same message id, new stream id).
+//!
+//! # Invariants
+//!
+//! - attempts of a delivery = entry `n` + PEL delivery counter; a receipt names the stream id and
+//!   that number, and ack/nack require both to be current, so an old receipt never touches a later
+//!   delivery (`lease_lost`).
+//! - `lease` members = PEL; stream = never-delivered entries (after the group's last-delivered id)
+//!   ∪ PEL. A message is in exactly one of: delayed, stream, dlq (each move writes the new place
+//!   before deleting the old one, inside one script).
+//! - `stats.bytes` = Σ `sz` over delayed, stream and dlq; a publish that would pass the storage
+//!   limit is refused, nothing is ever evicted or trimmed.
+//! - Scripts never read the clock: `now_ms` comes from the calling replica (replicas are assumed
+//!   NTP-synchronised; a skew of a few hundred ms only shifts lease and delay edges).
+
+mod ack;
+mod admin;
+mod consume;
+mod dead_letters;
+mod publish;
+mod reply;
+mod scripts;
+mod stats;
+mod sweep;
+
+pub use ack::NackResult;
+pub use admin::{PURGE_CHUNK, PeekedMessage};
+pub use consume::{ConsumeOutcome, Delivery};
+pub use dead_letters::{DeadLetter, PREVIEW_BYTES, Selection};
+pub use publish::{NewMessage, PublishOutcome, Published};
+pub use scripts::Scripts;
+pub use stats::{DAILY_HISTORY_DAYS, DailyCount, QueueStats};
+pub use sweep::SweepOutcome;
+
+use aqs_core::error::ApiResult;
+use aqs_core::ids::QueueId;
+use aqs_core::keys::Keys;
+use aqs_core::redis_conn::RedisConn;
+use redis::{Script, ScriptInvocation, Value};
+use std::sync::Arc;
+
+/// Runs the message scripts for any queue. Cheap to clone; the console uses one directly.
+#[derive(Clone)]
+pub struct Engine {
+    conn: RedisConn,
+    keys: Keys,
+    scripts: Arc<Scripts>,
+}
+
+impl Engine {
+    pub fn new(conn: RedisConn, keys: Keys) -> Self {
+        Self { conn, keys, scripts: Arc::new(Scripts::new()) }
+    }
+
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    pub fn scripts(&self) -> &Scripts {
+        &self.scripts
+    }
+
+    pub fn conn(&self) -> RedisConn {
+        self.conn.clone()
+    }
+
+    /// Starts an invocation of `script` with the twelve standard queue keys (`common.lua`).
+    fn invocation<'a>(&self, script: &'a Script, queue: QueueId) -> ScriptInvocation<'a> {
+        let q = self.keys.queue(queue);
+        let mut inv = script.prepare_invoke();
+        inv.key(q.meta())
+            .key(q.stream())
+            .key(q.lease())
+            .key(q.backoff())
+            .key(q.delayed())
+            .key(q.delayed_messages())
+            .key(q.dead_letters())
+            .key(q.dead_letter_index())
+            .key(q.errors())
+            .key(q.stats())
+            .key(q.wake())
+            .key(q.idempotency_prefix());
+        inv
+    }
+
+    /// EVALSHA (falling back to EVAL after a Redis restart emptied the script cache).
+    async fn run(&self, inv: &ScriptInvocation<'_>) -> ApiResult<Value> {
+        let mut conn = self.conn.clone();
+        Ok(inv.invoke_async(&mut conn).await?)
+    }
+}

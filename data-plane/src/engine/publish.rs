@@ -1,0 +1,112 @@
+//! Publish: one message or a batch, stored atomically by `publish.lua`.
+
+use super::Engine;
+use super::reply::Reply;
+use aqs_core::error::ApiResult;
+use aqs_core::ids::{MessageId, QueueId};
+use aqs_core::time::utc_day;
+use sha2::{Digest, Sha256};
+
+/// A message as the API validated it, ready to store.
+#[derive(Clone, Debug)]
+pub struct NewMessage {
+    pub body: Vec<u8>,
+    pub content_type: String,
+    /// The attributes object serialised as JSON (keys sorted), or empty for none.
+    pub attributes: String,
+    pub group_id: Option<String>,
+    pub idempotency_key: Option<String>,
+    pub delay_ms: u64,
+}
+
+impl NewMessage {
+    /// SHA-256 over body, content type and attributes, each length-prefixed so that no two
+    /// different payloads share a byte sequence.
+    pub fn fingerprint(&self) -> String {
+        let mut hash = Sha256::new();
+        for part in [self.body.as_slice(), self.content_type.as_bytes(), self.attributes.as_bytes()] {
+            hash.update((part.len() as u64).to_be_bytes());
+            hash.update(part);
+        }
+        hex::encode(hash.finalize())
+    }
+
+    /// What the message counts against the storage limit: body plus attributes.
+    pub fn stored_bytes(&self) -> u64 {
+        (self.body.len() + self.attributes.len()) as u64
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Published {
+    pub id: String,
+    pub published_at_ms: u64,
+    pub available_at_ms: u64,
+    /// An earlier publish with the same idempotency key and payload.
+    pub duplicate: bool,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum PublishOutcome {
+    Stored(Vec<Published>),
+    QueueMissing,
+    Paused,
+    StorageFull,
+    /// Entry `index` (0-based) is larger than the queue's payload limit.
+    TooLarge {
+        index: usize,
+    },
+    /// Entry `index` reuses an idempotency key with a different payload.
+    Conflict {
+        index: usize,
+    },
+}
+
+impl Engine {
+    /// Stores `messages` (all or none) at `now_ms`.
+    pub async fn publish(&self, queue: QueueId, messages: &[NewMessage], now_ms: u64) -> ApiResult<PublishOutcome> {
+        let mut inv = self.invocation(&self.scripts.publish, queue);
+        inv.arg(now_ms).arg(utc_day(now_ms)).arg(messages.len());
+        let q = self.keys.queue(queue);
+        let mut key_index = 12;
+        for message in messages {
+            inv.arg(MessageId::new().to_string())
+                .arg(message.body.as_slice())
+                .arg(message.content_type.as_str())
+                .arg(message.attributes.as_str())
+                .arg(message.group_id.as_deref().unwrap_or(""));
+            // The fingerprint hashes the whole body: computed only when a key needs it.
+            match &message.idempotency_key {
+                Some(key) => {
+                    key_index += 1;
+                    inv.key(q.idempotency(key)).arg(key_index).arg(message.fingerprint());
+                }
+                None => {
+                    inv.arg(0).arg("");
+                }
+            }
+            inv.arg(message.delay_ms).arg(message.stored_bytes());
+        }
+        let mut reply = Reply::new(self.run(&inv).await?)?;
+        let outcome = match reply.text()?.as_str() {
+            "ok" => {
+                let mut stored = Vec::with_capacity(messages.len());
+                while reply.remaining() > 0 {
+                    stored.push(Published {
+                        duplicate: reply.int()? == 1,
+                        id: reply.text()?,
+                        published_at_ms: reply.uint()?,
+                        available_at_ms: reply.uint()?,
+                    });
+                }
+                PublishOutcome::Stored(stored)
+            }
+            "paused" => PublishOutcome::Paused,
+            "storage" => PublishOutcome::StorageFull,
+            "too_large" => PublishOutcome::TooLarge { index: reply.uint()? as usize },
+            "conflict" => PublishOutcome::Conflict { index: reply.uint()? as usize },
+            _ => PublishOutcome::QueueMissing,
+        };
+        Ok(outcome)
+    }
+}

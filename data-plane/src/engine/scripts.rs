@@ -1,0 +1,67 @@
+//! The Lua scripts, compiled into the binary and loaded lazily: `redis::Script` sends EVALSHA and
+//! falls back to loading the script on NOSCRIPT, so a restarted Redis (empty script cache) needs
+//! nothing from us. `common.lua` is prepended to each (Lua scripts cannot include each other).
+
+use redis::Script;
+
+macro_rules! script {
+    ($file:literal) => {
+        Script::new(concat!(include_str!("scripts/common.lua"), "\n", include_str!(concat!("scripts/", $file))))
+    };
+}
+
+pub struct Scripts {
+    pub publish: Script,
+    pub consume: Script,
+    pub ack: Script,
+    pub nack: Script,
+    pub stats: Script,
+    pub peek: Script,
+    pub purge: Script,
+    pub sweep: Script,
+    pub dlq_list: Script,
+    pub dlq_replay: Script,
+    pub dlq_purge: Script,
+}
+
+impl Scripts {
+    pub fn new() -> Self {
+        Self {
+            publish: script!("publish.lua"),
+            consume: script!("consume.lua"),
+            ack: script!("ack.lua"),
+            nack: script!("nack.lua"),
+            stats: script!("stats.lua"),
+            peek: script!("peek.lua"),
+            purge: script!("purge.lua"),
+            sweep: script!("sweep.lua"),
+            dlq_list: script!("dlq_list.lua"),
+            dlq_replay: script!("dlq_replay.lua"),
+            dlq_purge: script!("dlq_purge.lua"),
+        }
+    }
+
+    /// Every script, for loading them all at start-up (`SCRIPT LOAD` catches a Lua syntax error
+    /// before the first request does).
+    pub fn all(&self) -> [&Script; 11] {
+        [
+            &self.publish,
+            &self.consume,
+            &self.ack,
+            &self.nack,
+            &self.stats,
+            &self.peek,
+            &self.purge,
+            &self.sweep,
+            &self.dlq_list,
+            &self.dlq_replay,
+            &self.dlq_purge,
+        ]
+    }
+}
+
+impl Default for Scripts {
+    fn default() -> Self {
+        Self::new()
+    }
+}

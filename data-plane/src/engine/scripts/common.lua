@@ -1,0 +1,155 @@
+-- common.lua: prepended to every script by scripts.rs (Lua scripts cannot include each other).
+--
+-- Every queue script receives the same twelve queue keys, in this order (engine/keys.rs builds
+-- them from core::keys); a script may ignore some. All share the hash tag {q:ID}.
+--   KEYS[1]  meta       hash   projected settings
+--   KEYS[2]  stream     stream ready and leased messages, consumer group 'g', one consumer 'c'
+--   KEYS[3]  lease      zset   stream id -> lease deadline ms (exactly the PEL)
+--   KEYS[4]  backoff    zset   stream id -> due ms, leases released by a nack (a subset of lease)
+--   KEYS[5]  delayed    zset   message id -> due ms
+--   KEYS[6]  delayed:m  hash   message id -> cmsgpack'd entry
+--   KEYS[7]  dlq        stream dead letters
+--   KEYS[8]  dlq:ix     hash   message id -> dlq stream id
+--   KEYS[9]  errors     hash   stream id -> last nack error
+--   KEYS[10] stats      hash   'bytes' and per-UTC-day counters 'pub:YYYYMMDD', 'del:…', 'ack:…'
+--   KEYS[11] wake       channel PUBLISHed whenever a consumer may find something new
+--   KEYS[12] idem:      prefix of the idempotency keys (the user's key is appended)
+-- Entries (stream, delayed, dlq) are version 1 records: v, id, b (body), ct, a (attributes JSON),
+-- g (group id, optional), pa (published ms), ik (idempotency key, optional), n (deliveries before
+-- this entry was written: the PEL counter restarts on every XADD), sz (accounted bytes).
+local K_META, K_STREAM, K_LEASE, K_BACKOFF = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K_DELAYED, K_DELAYED_M, K_DLQ, K_DLQ_IX = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local K_ERRORS, K_STATS, K_WAKE, K_IDEM = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local IDEM_MS = 86400000
+
+local function read_meta()
+  local m = redis.call('HMGET', K_META, 'v', 'paused', 'visibility_ms', 'max_attempts', 'payload_limit', 'storage_limit')
+  if not m[1] then return nil end
+  return {
+    paused = m[2] == '1',
+    visibility_ms = tonumber(m[3]),
+    max_attempts = tonumber(m[4]),
+    payload_limit = tonumber(m[5]),
+    storage_limit = tonumber(m[6]),
+  }
+end
+
+local function to_map(flat)
+  local t = {}
+  for i = 1, #flat, 2 do t[flat[i]] = flat[i + 1] end
+  return t
+end
+
+-- One stream entry as a table, or nil when it is gone.
+local function entry(stream, sid)
+  local r = redis.call('XRANGE', stream, sid, sid)
+  if #r == 0 then return nil end
+  return to_map(r[1][2])
+end
+
+-- Deliveries so far of a leased entry: the base carried in the entry plus the PEL counter.
+local function deliveries(sid, e)
+  local p = redis.call('XPENDING', K_STREAM, 'g', sid, sid, 1)
+  if #p == 0 then return nil end
+  return tonumber(e.n) + p[1][4]
+end
+
+-- The group is created (with MKSTREAM, from id 0) before the first XADD, so no entry can ever be
+-- added behind the group's back and skipped by XREADGROUP.
+local function create_group()
+  redis.call('XGROUP', 'CREATE', K_STREAM, 'g', '0', 'MKSTREAM')
+end
+
+local function entry_args(e)
+  local args = { 'v', '1', 'id', e.id, 'b', e.b, 'ct', e.ct, 'a', e.a, 'pa', e.pa, 'n', e.n, 'sz', e.sz }
+  if e.g and e.g ~= '' then args[#args + 1] = 'g'; args[#args + 1] = e.g end
+  if e.ik and e.ik ~= '' then args[#args + 1] = 'ik'; args[#args + 1] = e.ik end
+  return args
+end
+
+-- NOMKSTREAM: the common case (the stream exists, so does its group) costs one command; only the
+-- queue's very first message creates the stream and the group, before adding itself.
+local function xadd_ready(e)
+  local args = entry_args(e)
+  local sid = redis.call('XADD', K_STREAM, 'NOMKSTREAM', '*', unpack(args))
+  if sid then return sid end
+  create_group()
+  return redis.call('XADD', K_STREAM, '*', unpack(args))
+end
+
+local function bump(prefix, day, by)
+  if by ~= 0 then redis.call('HINCRBY', K_STATS, prefix .. day, by) end
+end
+
+-- The message left storage: its idempotency record lives on until 24 h after publish.
+local function release_idem(e, now)
+  if not e.ik or e.ik == '' then return end
+  local key = K_IDEM .. e.ik
+  local rec = redis.call('GET', key)
+  -- Only the record that names this message: never shorten another message's record.
+  if not rec or string.sub(rec, 1, 32) ~= e.id then return end
+  local left = tonumber(e.pa) + IDEM_MS - now
+  if left > 0 then redis.call('PEXPIRE', key, left) else redis.call('DEL', key) end
+end
+
+-- Moves a leased stream entry to the dead-letter queue. Its bytes stay counted.
+local function dead_letter(sid, e, reason, attempts, now)
+  -- Written to the DLQ before it leaves the stream: the message is never in neither place.
+  local args = entry_args(e)
+  args[#args + 1] = 'r'; args[#args + 1] = reason
+  args[#args + 1] = 'at'; args[#args + 1] = tostring(attempts)
+  args[#args + 1] = 'da'; args[#args + 1] = tostring(now)
+  local dsid = redis.call('XADD', K_DLQ, '*', unpack(args))
+  redis.call('HSET', K_DLQ_IX, e.id, dsid)
+  redis.call('XACK', K_STREAM, 'g', sid)
+  redis.call('XDEL', K_STREAM, sid)
+  redis.call('ZREM', K_LEASE, sid)
+  redis.call('ZREM', K_BACKOFF, sid)
+  redis.call('HDEL', K_ERRORS, sid)
+end
+
+-- Moves up to `limit` delayed messages that are due into the stream; returns how many.
+local function promote_due(now, limit)
+  local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, limit)
+  for _, mid in ipairs(due) do
+    local packed = redis.call('HGET', K_DELAYED_M, mid)
+    -- Added to the stream before it leaves the delayed hash: never in neither place.
+    if packed then xadd_ready(cmsgpack.unpack(packed)) end
+    redis.call('HDEL', K_DELAYED_M, mid)
+    redis.call('ZREM', K_DELAYED, mid)
+  end
+  return #due
+end
+
+-- The group's last-delivered id: entries after it were never delivered, entries up to it are in
+-- the PEL (acknowledged ones are deleted).
+local function last_delivered()
+  if redis.call('EXISTS', K_STREAM) == 0 then return nil end
+  for _, g in ipairs(redis.call('XINFO', 'GROUPS', K_STREAM)) do
+    local t = to_map(g)
+    if t['name'] == 'g' then return t['last-delivered-id'] end
+  end
+  return nil
+end
+
+-- How many messages one chunked call (purge, replay, DLQ purge) may touch: each is read whole by
+-- XRANGE, so the chunk shrinks as the queue's payload limit grows (64 MiB of bodies at most).
+local function chunk_size(requested)
+  local meta = read_meta()
+  local payload = (meta and meta.payload_limit) or 1048576
+  return math.max(1, math.min(requested, math.floor(67108864 / payload)))
+end
+
+-- The earliest time a lease or a delay falls due, or '' when none does.
+local function next_due()
+  local best = nil
+  for _, key in ipairs({ K_LEASE, K_DELAYED }) do
+    local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    if first[2] then
+      local at = tonumber(first[2])
+      if not best or at < best then best = at end
+    end
+  end
+  if best then return tostring(best) end
+  return ''
+end

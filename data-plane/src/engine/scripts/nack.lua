@@ -1,0 +1,34 @@
+-- nack.lua: returns deliveries to the queue after a delay, or dead-letters them when they used
+-- their last attempt.
+-- KEYS: the twelve queue keys (common.lua).
+-- ARGV: now_ms, utc_day, delay ms, error ('' = none), count, then per receipt 3 values:
+--       stream id, message id, delivery number.
+-- Returns one integer per receipt: 1 returned to the queue, 2 dead-lettered, 0 lease lost.
+local now, delay, err, count = tonumber(ARGV[1]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
+local meta = read_meta()
+local max_attempts = meta and meta.max_attempts or 1
+local out, returned = {}, 0
+local has_stream = redis.call('EXISTS', K_STREAM) == 1
+for i = 0, count - 1 do
+  local sid, mid, delivery = ARGV[6 + i * 3], ARGV[7 + i * 3], tonumber(ARGV[8 + i * 3])
+  local e = has_stream and entry(K_STREAM, sid)
+  local ok = e and e.id == mid and deliveries(sid, e) == delivery and not redis.call('ZSCORE', K_BACKOFF, sid)
+  if not ok then
+    out[#out + 1] = 0
+  elseif delivery >= max_attempts then
+    local reason = err
+    if reason == '' then reason = 'nacked' end
+    dead_letter(sid, e, reason, delivery, now)
+    out[#out + 1] = 2
+  else
+    -- The message stays in the PEL; moving its lease deadline is what makes it due again, and the
+    -- backoff entry marks the lease as released so this receipt cannot ack or nack it twice.
+    redis.call('ZADD', K_LEASE, now + delay, sid)
+    redis.call('ZADD', K_BACKOFF, now + delay, sid)
+    if err ~= '' then redis.call('HSET', K_ERRORS, sid, err) end
+    returned = returned + 1
+    out[#out + 1] = 1
+  end
+end
+if returned > 0 then redis.call('PUBLISH', K_WAKE, returned) end
+return out

@@ -1,0 +1,38 @@
+-- sweep.lua: the timers of one queue, run about once a second by every data-plane replica (safe
+-- concurrently: each call is atomic and idempotent).
+-- KEYS: the twelve queue keys (common.lua).
+-- ARGV: now_ms, limit per kind, prune_before_day (YYYYMMDD; '0' = do not prune).
+-- Returns {promoted, dead_lettered} or {'no_queue'}.
+local now, limit, prune_before = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local meta = read_meta()
+if not meta then return { 'no_queue' } end
+
+local promoted = promote_due(now, limit)
+if promoted > 0 then redis.call('PUBLISH', K_WAKE, promoted) end
+
+-- Expired leases that used every attempt are dead letters, not redeliveries. The others wait for
+-- the next consume, which redelivers them. The PEL counter alone is a lower bound of the attempts
+-- (the entry's base `n` is never negative), so the entry (and its body) is read only for a
+-- message that is certainly due for the DLQ; consume, which reads every entry it claims, makes
+-- the exact decision for the rest.
+local dead = 0
+for _, sid in ipairs(redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 0, limit)) do
+  if not redis.call('ZSCORE', K_BACKOFF, sid) then
+    local p = redis.call('XPENDING', K_STREAM, 'g', sid, sid, 1)
+    if p[1] and p[1][4] >= meta.max_attempts then
+      local e = entry(K_STREAM, sid)
+      if e then
+        dead_letter(sid, e, 'visibility timeout expired', deliveries(sid, e), now)
+        dead = dead + 1
+      end
+    end
+  end
+end
+
+if prune_before > 0 then
+  for _, field in ipairs(redis.call('HKEYS', K_STATS)) do
+    local d = string.match(field, '^%a+:(%d+)$')
+    if d and tonumber(d) < prune_before then redis.call('HDEL', K_STATS, field) end
+  end
+end
+return { promoted, dead }

@@ -1,0 +1,97 @@
+//! Queue statistics (`stats.lua`) and the per-day history the console draws.
+
+use super::Engine;
+use super::reply::Reply;
+use aqs_core::error::ApiResult;
+use aqs_core::ids::QueueId;
+use aqs_core::time::utc_day;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueStats {
+    /// Available to a consume now (never delivered, or lease expired / released and due).
+    pub ready: u64,
+    /// Under a live lease.
+    pub in_flight: u64,
+    /// Held by a publish delay or a nack delay.
+    pub delayed: u64,
+    pub total: u64,
+    pub stored_bytes: u64,
+    /// Published-at of the message at the head of the stream (ready or in flight).
+    pub oldest_published_ms: Option<u64>,
+    pub published_today: u64,
+    pub delivered_today: u64,
+    pub acked_today: u64,
+    pub dead_letters: u64,
+    pub storage_limit: u64,
+    pub paused: bool,
+}
+
+/// One UTC day of counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DailyCount {
+    /// `YYYYMMDD`.
+    pub day: u32,
+    pub published: u64,
+    pub delivered: u64,
+    pub acked: u64,
+}
+
+/// How many days of daily counters the sweeper keeps.
+pub const DAILY_HISTORY_DAYS: u64 = 35;
+
+impl Engine {
+    /// `None` when the queue does not exist.
+    pub async fn stats(&self, queue: QueueId, now_ms: u64) -> ApiResult<Option<QueueStats>> {
+        let mut inv = self.invocation(&self.scripts.stats, queue);
+        inv.arg(now_ms).arg(utc_day(now_ms));
+        let mut reply = Reply::new(self.run(&inv).await?)?;
+        if reply.text()? != "ok" {
+            return Ok(None);
+        }
+        let stream_len = reply.uint()?;
+        let leases = reply.uint()?;
+        let due_leases = reply.uint()?;
+        let future_backoffs = reply.uint()?;
+        let delayed = reply.uint()?;
+        let stats = QueueStats {
+            // Never-delivered entries are the stream minus the PEL (= the lease zset).
+            ready: stream_len.saturating_sub(leases) + due_leases,
+            in_flight: leases.saturating_sub(due_leases + future_backoffs),
+            delayed: delayed + future_backoffs,
+            total: stream_len + delayed,
+            stored_bytes: reply.uint()?,
+            oldest_published_ms: reply.opt_uint()?,
+            published_today: reply.uint()?,
+            delivered_today: reply.uint()?,
+            acked_today: reply.uint()?,
+            dead_letters: reply.uint()?,
+            storage_limit: reply.uint()?,
+            paused: reply.int()? == 1,
+        };
+        Ok(Some(stats))
+    }
+
+    /// Counters of the last `days` UTC days, oldest first, today last (zeros where nothing
+    /// happened). One HMGET; kept for `DAILY_HISTORY_DAYS`.
+    pub async fn daily_counts(&self, queue: QueueId, days: u32, now_ms: u64) -> ApiResult<Vec<DailyCount>> {
+        let days: Vec<u32> = (0..u64::from(days)).rev().map(|back| utc_day(now_ms - back * 86_400_000)).collect();
+        let fields: Vec<String> =
+            days.iter().flat_map(|d| [format!("pub:{d}"), format!("del:{d}"), format!("ack:{d}")]).collect();
+        if fields.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.conn.clone();
+        let values: Vec<Option<u64>> =
+            redis::cmd("HMGET").arg(self.keys.queue(queue).stats()).arg(&fields).query_async(&mut conn).await?;
+        Ok(days
+            .iter()
+            .zip(values.chunks(3))
+            .map(|(&day, v)| DailyCount {
+                day,
+                published: v[0].unwrap_or(0),
+                delivered: v[1].unwrap_or(0),
+                acked: v[2].unwrap_or(0),
+            })
+            .collect())
+    }
+}

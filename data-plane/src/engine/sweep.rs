@@ -1,0 +1,34 @@
+//! One sweep of one queue's timers (`sweep.lua`): due delays promoted, expired leases that used
+//! their last attempt dead-lettered, old daily counters pruned.
+
+use super::Engine;
+use super::reply::Reply;
+use super::stats::DAILY_HISTORY_DAYS;
+use aqs_core::error::ApiResult;
+use aqs_core::ids::QueueId;
+use aqs_core::time::utc_day;
+
+/// Items of each kind one sweep call handles: bounds how long it holds Redis.
+const SWEEP_LIMIT: u32 = 1000;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SweepOutcome {
+    pub promoted: u64,
+    pub dead_lettered: u64,
+}
+
+impl Engine {
+    /// `None` when the queue no longer exists. `prune` also drops daily counters older than
+    /// `DAILY_HISTORY_DAYS`.
+    pub async fn sweep(&self, queue: QueueId, now_ms: u64, prune: bool) -> ApiResult<Option<SweepOutcome>> {
+        let prune_before = if prune { utc_day(now_ms - DAILY_HISTORY_DAYS * 86_400_000) } else { 0 };
+        let mut inv = self.invocation(&self.scripts.sweep, queue);
+        inv.arg(now_ms).arg(SWEEP_LIMIT).arg(prune_before);
+        let value = self.run(&inv).await?;
+        let mut reply = Reply::new(value)?;
+        if reply.remaining() == 1 {
+            return Ok(None);
+        }
+        Ok(Some(SweepOutcome { promoted: reply.uint()?, dead_lettered: reply.uint()? }))
+    }
+}

@@ -1,0 +1,60 @@
+//! The HTTP surface: `/queue/v1/health` and the per-queue routes under `/queue/v1/{slug}`.
+//!
+//! Handlers take a [`QueueContext`](crate::QueueContext) (401/404 before anything else), check
+//! their scope and rate class first (403/429), and only then read the body.
+
+mod admin;
+mod consume;
+mod dead_letters;
+mod health;
+mod publish;
+mod stats;
+mod views;
+
+use crate::state::DataPlane;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::HeaderValue;
+use axum::http::header::CACHE_CONTROL;
+use axum::response::Response;
+use axum::routing::{get, post};
+
+/// Body limit of the routes whose bodies are small (consume, ack, nack, purge, dead-letter
+/// actions): 100 receipts or ids fit many times over.
+const SMALL_BODY_LIMIT: u64 = 256 * 1024;
+
+/// Every data-plane route, at its full path.
+pub fn router(state: DataPlane) -> Router {
+    Router::new()
+        .route("/queue/v1/health", get(health::health))
+        .nest("/queue/v1/{slug}", queue_routes())
+        .with_state(state)
+}
+
+/// The per-queue routes relative to the queue's root. The shared address nests them under
+/// `/queue/v1/{slug}`; a custom host can serve them at `/` after inserting a
+/// [`PinnedQueue`](crate::PinnedQueue) extension.
+pub fn queue_routes() -> Router<DataPlane> {
+    // Handlers read their bodies themselves, after the scope check, under their own limit (a
+    // per-queue one for publishes; see body.rs), so axum's default limit is off.
+    Router::new()
+        .route("/messages", post(publish::publish_one))
+        .route("/messages/batch", post(publish::publish_batch))
+        .route("/consume", post(consume::consume))
+        .route("/ack", post(consume::ack))
+        .route("/nack", post(consume::nack))
+        .route("/stats", get(stats::stats))
+        .route("/messages/peek", get(admin::peek))
+        .route("/purge", post(admin::purge))
+        .route("/dead-letters", get(dead_letters::list))
+        .route("/dead-letters/replay", post(dead_letters::replay))
+        .route("/dead-letters/purge", post(dead_letters::purge))
+        .layer(DefaultBodyLimit::disable())
+        .layer(axum::middleware::map_response(no_store))
+}
+
+/// Queue responses carry messages and receipts: never cached by anything in between.
+async fn no_store(mut response: Response) -> Response {
+    response.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}

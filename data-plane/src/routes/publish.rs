@@ -1,0 +1,207 @@
+//! `POST /messages` and `POST /messages/batch`.
+//!
+//! Body limits, from the queue's payload limit P (read from the cached settings):
+//! - one message: 2·P + 64 KiB of JSON. Base64 inflates a body by 4/3 and JSON string escaping
+//!   can double text, so any body of at most P fits; the exact size check is on the decoded body.
+//! - a batch: the spec's envelope, `batch_envelope_limit(P)` (8·P + 64 KiB, at most 80 MiB),
+//!   applied to the decoded content (bodies plus attributes), while the JSON itself may be 4/3 of
+//!   that plus 64 KiB, so eight full-size base64 entries fit as the spec promises.
+
+use crate::QueueContext;
+use crate::body;
+use crate::engine::{NewMessage, PublishOutcome, Published};
+use crate::rate_limit::Class;
+use crate::state::DataPlane;
+use aqs_core::error::{ApiError, ApiResult};
+use aqs_core::limits::{self, KIB};
+use aqs_core::projection::QueueMeta;
+use aqs_core::time::{now_ms, rfc3339};
+use aqs_core::token::Scope;
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::borrow::Cow;
+
+#[derive(Deserialize)]
+pub struct PublishRequest<'a> {
+    #[serde(borrow, default)]
+    body: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    body_base64: Option<Cow<'a, str>>,
+    content_type: Option<String>,
+    attributes: Option<Value>,
+    delay_seconds: Option<u64>,
+    group_id: Option<String>,
+    idempotency_key: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct BatchRequest<'a> {
+    #[serde(borrow)]
+    messages: Vec<PublishRequest<'a>>,
+}
+
+pub async fn publish_one(
+    State(state): State<DataPlane>,
+    ctx: QueueContext,
+    headers: HeaderMap,
+    raw: Body,
+) -> ApiResult<Response> {
+    ctx.authorize(&state, &[Scope::Send], Class::Messages)?;
+    let meta = queue_meta(&state, &ctx).await?;
+    let bytes = body::read(&headers, raw, 2 * meta.payload_limit + 64 * KIB, false).await?;
+    let message = validate(body::parse(&bytes)?, &meta)?;
+    let stored = store(&state, &ctx, &[message]).await.map_err(unbatch)?;
+    let published = stored.into_iter().next().ok_or_else(|| anyhow::anyhow!("publish stored nothing"))?;
+    Ok((status_of(&[&published]), Json(view(&published))).into_response())
+}
+
+pub async fn publish_batch(
+    State(state): State<DataPlane>,
+    ctx: QueueContext,
+    headers: HeaderMap,
+    raw: Body,
+) -> ApiResult<Response> {
+    ctx.authorize(&state, &[Scope::Send], Class::Messages)?;
+    let meta = queue_meta(&state, &ctx).await?;
+    let envelope = limits::batch_envelope_limit(meta.payload_limit);
+    let bytes = body::read(&headers, raw, envelope * 4 / 3 + 64 * KIB, false).await?;
+    let request: BatchRequest = body::parse(&bytes)?;
+    if request.messages.is_empty() || request.messages.len() > limits::BATCH_PUBLISH_MAX {
+        return Err(ApiError::invalid(format!("messages must hold 1 to {} entries", limits::BATCH_PUBLISH_MAX)));
+    }
+    let messages = request
+        .messages
+        .into_iter()
+        .enumerate()
+        .map(|(index, entry)| validate(entry, &meta).map_err(|e| ApiError::InBatch { index, source: Box::new(e) }))
+        .collect::<ApiResult<Vec<_>>>()?;
+    let content: u64 = messages.iter().map(NewMessage::stored_bytes).sum();
+    if content > envelope {
+        return Err(ApiError::PayloadTooLarge(format!(
+            "the batch holds {content} bytes of bodies and attributes; this queue accepts {envelope} per request"
+        )));
+    }
+    let stored = store(&state, &ctx, &messages).await?;
+    let refs: Vec<&Published> = stored.iter().collect();
+    let views: Vec<Value> = stored.iter().map(view).collect();
+    Ok((status_of(&refs), Json(json!({ "messages": views }))).into_response())
+}
+
+async fn queue_meta(state: &DataPlane, ctx: &QueueContext) -> ApiResult<QueueMeta> {
+    let mut conn = state.engine.conn();
+    state.auth.meta(&mut conn, ctx.queue).await?.ok_or_else(|| ApiError::not_found("no such queue"))
+}
+
+/// Checks one publish request against the API's rules and the queue's payload limit.
+fn validate(request: PublishRequest<'_>, meta: &QueueMeta) -> ApiResult<NewMessage> {
+    let body = match (request.body, request.body_base64) {
+        (Some(text), None) => text.into_owned().into_bytes(),
+        (None, Some(encoded)) => STANDARD
+            .decode(encoded.as_bytes())
+            .map_err(|_| ApiError::invalid("body_base64 is not valid standard base64"))?,
+        (Some(_), Some(_)) => return Err(ApiError::invalid("send either body or body_base64, not both")),
+        (None, None) => return Err(ApiError::invalid("send the message as body (text) or body_base64 (bytes)")),
+    };
+    if body.len() as u64 > meta.payload_limit {
+        return Err(ApiError::PayloadTooLarge(format!(
+            "the message body is {} bytes; this queue accepts up to {}",
+            body.len(),
+            meta.payload_limit
+        )));
+    }
+    let content_type = request.content_type.unwrap_or_else(|| "application/json".to_owned());
+    if content_type.is_empty() || content_type.len() > limits::CONTENT_TYPE_MAX_LEN {
+        return Err(ApiError::invalid(format!(
+            "content_type must be 1 to {} characters",
+            limits::CONTENT_TYPE_MAX_LEN
+        )));
+    }
+    let attributes = match request.attributes {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::Object(map)) if map.is_empty() => String::new(),
+        Some(value @ Value::Object(_)) => value.to_string(),
+        Some(_) => return Err(ApiError::invalid("attributes must be a JSON object")),
+    };
+    if attributes.len() > limits::ATTRIBUTES_MAX_BYTES {
+        return Err(ApiError::invalid(format!(
+            "attributes are {} bytes serialised; at most {} are allowed",
+            attributes.len(),
+            limits::ATTRIBUTES_MAX_BYTES
+        )));
+    }
+    let delay_seconds = request.delay_seconds.unwrap_or(0);
+    if delay_seconds > limits::DELAY_MAX_SECS {
+        return Err(ApiError::invalid(format!("delay_seconds must be 0 to {}", limits::DELAY_MAX_SECS)));
+    }
+    let group_id = request.group_id.filter(|g| !g.is_empty());
+    if group_id.as_ref().is_some_and(|g| g.len() > limits::GROUP_ID_MAX_LEN) {
+        return Err(ApiError::invalid(format!("group_id is limited to {} characters", limits::GROUP_ID_MAX_LEN)));
+    }
+    if let Some(key) = &request.idempotency_key
+        && (key.is_empty() || key.len() > limits::IDEMPOTENCY_KEY_MAX_LEN)
+    {
+        return Err(ApiError::invalid(format!(
+            "idempotency_key must be 1 to {} characters",
+            limits::IDEMPOTENCY_KEY_MAX_LEN
+        )));
+    }
+    Ok(NewMessage {
+        body,
+        content_type,
+        attributes,
+        group_id,
+        idempotency_key: request.idempotency_key,
+        delay_ms: delay_seconds * 1000,
+    })
+}
+
+/// Runs the publish script and maps a refusal to its error (entry-specific ones carry the index).
+async fn store(state: &DataPlane, ctx: &QueueContext, messages: &[NewMessage]) -> ApiResult<Vec<Published>> {
+    let in_batch = |index: usize, source: ApiError| ApiError::InBatch { index, source: Box::new(source) };
+    match state.engine.publish(ctx.queue, messages, now_ms()).await? {
+        PublishOutcome::Stored(published) => Ok(published),
+        PublishOutcome::QueueMissing => Err(ApiError::not_found("no such queue")),
+        PublishOutcome::Paused => Err(ApiError::QueuePaused("the queue is paused; it accepts no messages".into())),
+        PublishOutcome::StorageFull => Err(ApiError::StorageLimitReached(
+            "the queue's storage limit is reached; consume and acknowledge messages, or raise the limit".into(),
+        )),
+        PublishOutcome::TooLarge { index } => {
+            Err(in_batch(index, ApiError::PayloadTooLarge("the message body is larger than this queue accepts".into())))
+        }
+        PublishOutcome::Conflict { index } => Err(in_batch(
+            index,
+            ApiError::IdempotencyConflict(
+                "this idempotency_key was used for a different body, content type or attributes".into(),
+            ),
+        )),
+    }
+}
+
+/// A single publish names no entry: drop the batch wrapper.
+fn unbatch(err: ApiError) -> ApiError {
+    match err {
+        ApiError::InBatch { source, .. } => *source,
+        other => other,
+    }
+}
+
+/// 201 when anything was created; 200 when every entry was a duplicate of an earlier publish.
+fn status_of(published: &[&Published]) -> StatusCode {
+    if published.iter().all(|p| p.duplicate) { StatusCode::OK } else { StatusCode::CREATED }
+}
+
+fn view(published: &Published) -> Value {
+    json!({
+        "id": published.id,
+        "published_at": rfc3339(published.published_at_ms),
+        "available_at": rfc3339(published.available_at_ms),
+        "duplicate": published.duplicate,
+    })
+}

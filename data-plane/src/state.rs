@@ -1,0 +1,60 @@
+//! `DataPlane`: the shared state of every handler and background task.
+
+use crate::cache::AuthCache;
+use crate::engine::Engine;
+use crate::rate_limit::Usage;
+use crate::wake::Waiters;
+use anyhow::Context;
+use aqs_core::config::Config;
+use aqs_core::keys::Keys;
+use aqs_core::receipt::ReceiptCodec;
+use aqs_core::redis_conn::RedisConn;
+use std::sync::{Arc, OnceLock};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Clone)]
+pub struct DataPlane {
+    pub engine: Engine,
+    pub(crate) receipts: ReceiptCodec,
+    pub(crate) auth: Arc<AuthCache>,
+    pub(crate) usage: Arc<Usage>,
+    pub(crate) waiters: Waiters,
+    /// Where the wake-up subscriber connects: the (first) Redis URL.
+    pub(crate) pubsub_url: Option<String>,
+    /// The process's shutdown signal, once `spawn_background` has it: long polls answer at once
+    /// when it fires instead of holding graceful shutdown for up to 20 s.
+    pub(crate) shutdown: Arc<OnceLock<CancellationToken>>,
+}
+
+impl DataPlane {
+    /// Builds the state and loads every script (a Lua error fails here, not on a request). Does
+    /// not check Redis durability: the binary calls `redis_conn::check_durability`.
+    pub async fn new(config: &Config, redis: RedisConn) -> anyhow::Result<Self> {
+        let state = Self::new_unchecked(config, redis);
+        let mut conn = state.engine.conn();
+        for script in state.engine.scripts().all() {
+            script.prepare_invoke().load_async(&mut conn).await.context("loading the data-plane Lua scripts")?;
+        }
+        Ok(state)
+    }
+
+    /// Builds the state without touching Redis (for a process that must start while Redis is
+    /// down; scripts load on first use).
+    pub fn new_unchecked(config: &Config, redis: RedisConn) -> Self {
+        let keys = Keys::new(&config.redis_namespace);
+        Self {
+            engine: Engine::new(redis, keys.clone()),
+            receipts: ReceiptCodec::new(config.receipt_secret.expose().as_bytes()),
+            auth: Arc::new(AuthCache::new(keys)),
+            usage: Arc::new(Usage::default()),
+            waiters: Waiters::default(),
+            pubsub_url: config.redis_urls().into_iter().next(),
+            shutdown: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// True once the wake-up subscriber is listening (tests wait for it).
+    pub fn is_listening(&self) -> bool {
+        self.waiters.is_listening()
+    }
+}

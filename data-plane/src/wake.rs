@@ -1,0 +1,141 @@
+//! Waking long polls. A publish script PUBLISHes to the queue's wake channel; each process holds
+//! one subscriber connection with a single PSUBSCRIBE on the pattern of every queue's channel and
+//! turns each message into `notify_waiters` on that queue's in-process `Notify`.
+//!
+//! Why one pattern subscription rather than SSUBSCRIBE per queue: the number of subscriptions stays
+//! one however many queues and waiters a process has, a new waiter costs no round trip, and a
+//! reconnect re-subscribes with one command. The price is that in a Redis Cluster classic pub/sub
+//! is broadcast to every node; sharded channels per queue are the change to make when that shows.
+//!
+//! While the subscriber is disconnected, wake-ups are missed: on every (re)subscribe every waiter
+//! is woken to look again, and waiters also wake at their deadline or the next lease/delay due.
+
+use crate::state::DataPlane;
+use aqs_core::ids::QueueId;
+use aqs_core::keys::queue_of_wake_channel;
+use futures_util::StreamExt;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Clone, Default)]
+pub struct Waiters {
+    inner: Arc<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    queues: Mutex<HashMap<QueueId, (Arc<Notify>, usize)>>,
+    listening: AtomicBool,
+}
+
+/// A registered waiter; deregisters on drop.
+pub struct Waiter {
+    pub notify: Arc<Notify>,
+    queue: QueueId,
+    registry: Waiters,
+}
+
+impl Waiters {
+    pub fn register(&self, queue: QueueId) -> Waiter {
+        let mut queues = self.inner.queues.lock().expect("waiters lock");
+        let entry = queues.entry(queue).or_insert_with(|| (Arc::new(Notify::new()), 0));
+        entry.1 += 1;
+        Waiter { notify: entry.0.clone(), queue, registry: self.clone() }
+    }
+
+    pub fn wake(&self, queue: QueueId) {
+        if let Some((notify, _)) = self.inner.queues.lock().expect("waiters lock").get(&queue) {
+            notify.notify_waiters();
+        }
+    }
+
+    fn wake_all(&self) {
+        for (notify, _) in self.inner.queues.lock().expect("waiters lock").values() {
+            notify.notify_waiters();
+        }
+    }
+
+    pub fn is_listening(&self) -> bool {
+        self.inner.listening.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        let mut queues = self.registry.inner.queues.lock().expect("waiters lock");
+        if let Some(entry) = queues.get_mut(&self.queue) {
+            entry.1 -= 1;
+            if entry.1 == 0 {
+                queues.remove(&self.queue);
+            }
+        }
+    }
+}
+
+/// The subscriber task: connects, PSUBSCRIBEs, dispatches; on any failure waits and reconnects.
+pub fn spawn_subscriber(state: &DataPlane, shutdown: CancellationToken) -> JoinHandle<()> {
+    let waiters = state.waiters.clone();
+    let url = state.pubsub_url.clone();
+    let pattern = state.engine.keys().wake_pattern();
+    tokio::spawn(async move {
+        let Some(url) = url else {
+            tracing::error!("no Redis URL for the wake-up subscriber; long polls wake only on their timers");
+            return;
+        };
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            match listen(&url, &pattern, &waiters, &shutdown, &mut backoff).await {
+                Ok(()) => return,
+                // Warned once per outage (a successful subscribe resets the backoff), not per retry.
+                Err(err) if waiters.is_listening() || backoff == Duration::from_millis(100) => {
+                    tracing::warn!(error = %err, "wake-up subscriber disconnected; reconnecting")
+                }
+                Err(err) => tracing::debug!(error = %err, "wake-up subscriber still disconnected"),
+            }
+            waiters.inner.listening.store(false, Ordering::Release);
+            waiters.wake_all();
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(2));
+        }
+    })
+}
+
+/// Listens until shutdown (`Ok`) or until the connection fails (`Err`).
+async fn listen(
+    url: &str,
+    pattern: &str,
+    waiters: &Waiters,
+    shutdown: &CancellationToken,
+    backoff: &mut Duration,
+) -> anyhow::Result<()> {
+    let client = redis::Client::open(url)?;
+    let mut pubsub = tokio::time::timeout(Duration::from_secs(2), client.get_async_pubsub()).await??;
+    pubsub.psubscribe(pattern).await?;
+    waiters.inner.listening.store(true, Ordering::Release);
+    *backoff = Duration::from_millis(100);
+    // Anything published before this subscription was missed: let every waiter look again.
+    waiters.wake_all();
+    tracing::info!(pattern, "wake-up subscriber listening");
+    let mut messages = pubsub.on_message();
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            message = messages.next() => match message {
+                Some(message) => {
+                    if let Some(queue) = queue_of_wake_channel(message.get_channel_name()) {
+                        waiters.wake(queue);
+                    }
+                }
+                None => anyhow::bail!("the subscription stream ended"),
+            },
+        }
+    }
+}

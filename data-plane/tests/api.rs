@@ -1,0 +1,27 @@
+//! End-to-end tests of the data plane: the real router and background tasks on 127.0.0.1:0, a real
+//! Redis (`AQS_TEST_REDIS_URL`, default redis://127.0.0.1:6379), a fresh namespace and queue per
+//! test, the control plane's projection written directly into Redis.
+
+#[path = "api/helpers.rs"]
+mod helpers;
+
+#[path = "api/auth.rs"]
+mod auth;
+#[path = "api/concurrency.rs"]
+mod concurrency;
+#[path = "api/dead_letters.rs"]
+mod dead_letters;
+#[path = "api/health.rs"]
+mod health;
+#[path = "api/leases.rs"]
+mod leases;
+#[path = "api/longpoll.rs"]
+mod longpoll;
+#[path = "api/manage.rs"]
+mod manage;
+#[path = "api/publish.rs"]
+mod publish;
+#[path = "api/recovery.rs"]
+mod recovery;
+#[path = "api/validation.rs"]
+mod validation;

@@ -1,0 +1,140 @@
+//! Dead letters: by nack and by lease expiry at max attempts, list, replay, purge.
+
+use crate::helpers::*;
+use reqwest::StatusCode;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+#[tokio::test]
+async fn a_message_nacked_on_its_last_attempt_is_dead_lettered_with_its_error() {
+    let app = spawn_app().await;
+    let queue = app.queue_with(|m| m.max_attempts = 3).await;
+    let id = app.publish(&queue, json!({"body": "poison", "content_type": "text/plain"})).await["id"].clone();
+    for attempt in 1..=3 {
+        let leased = app.consume(&queue, json!({})).await;
+        assert_eq!(leased[0]["attempts"], attempt);
+        app.nack(&queue, json!({"receipts": [text(&leased[0], "receipt")], "error": format!("failure {attempt}")}))
+            .await;
+    }
+    assert!(app.consume(&queue, json!({})).await.is_empty());
+    let dead = app.dead_letters(&queue).await;
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0]["id"], id);
+    assert_eq!(dead[0]["reason"], "failure 3");
+    assert_eq!(dead[0]["attempts"], 3);
+    assert_eq!(dead[0]["body_preview"], "poison");
+    assert_eq!(dead[0]["content_type"], "text/plain");
+    assert!(dead[0]["dead_at"].is_string() && dead[0]["published_at"].is_string());
+
+    // Replay: same id, attempts start again.
+    let (status, body) =
+        app.post(&queue.token, &app.url(&queue, "/dead-letters/replay"), &json!({"ids": [id.clone()]})).await;
+    assert_eq!((status, body), (StatusCode::OK, json!({"replayed": 1})));
+    assert!(app.dead_letters(&queue).await.is_empty());
+    let leased = app.consume(&queue, json!({})).await;
+    assert_eq!(leased[0]["id"], id);
+    assert_eq!(leased[0]["attempts"], 1);
+}
+
+#[tokio::test]
+async fn a_long_nack_error_is_kept_to_one_kib() {
+    let app = spawn_app().await;
+    let queue = app.queue_with(|m| m.max_attempts = 1).await;
+    app.publish_text(&queue, "x").await;
+    let leased = app.consume(&queue, json!({})).await;
+    let error = "é".repeat(1000);
+    app.nack(&queue, json!({"receipts": [text(&leased[0], "receipt")], "error": error})).await;
+    let reason = text(&app.dead_letters(&queue).await[0], "reason");
+    assert_eq!(reason.len(), 1024);
+    assert!(error.starts_with(&reason));
+}
+
+#[tokio::test]
+async fn a_nack_without_error_is_recorded_as_nacked() {
+    let app = spawn_app().await;
+    let queue = app.queue_with(|m| m.max_attempts = 1).await;
+    app.publish_text(&queue, "x").await;
+    let leased = app.consume(&queue, json!({})).await;
+    app.nack(&queue, json!({"receipts": [text(&leased[0], "receipt")]})).await;
+    assert_eq!(app.dead_letters(&queue).await[0]["reason"], "nacked");
+}
+
+#[tokio::test]
+async fn an_expired_lease_on_the_last_attempt_is_dead_lettered_by_the_sweeper() {
+    let app = spawn_app().await;
+    let queue = app.queue_with(|m| m.max_attempts = 2).await;
+    app.publish_text(&queue, "slow").await;
+    app.consume(&queue, json!({"visibility_seconds": 1})).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let second = app.consume(&queue, json!({"visibility_seconds": 1})).await;
+    assert_eq!(second[0]["attempts"], 2);
+    // Nobody consumes: the sweeper (about once a second) moves it.
+    let start = Instant::now();
+    let dead = loop {
+        let dead = app.dead_letters(&queue).await;
+        if !dead.is_empty() || start.elapsed() > Duration::from_secs(4) {
+            break dead;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(dead.len(), 1, "not dead-lettered within 4 s");
+    assert_eq!(dead[0]["reason"], "visibility timeout expired");
+    assert_eq!(dead[0]["attempts"], 2);
+    assert_eq!(app.ack(&queue, &[&text(&second[0], "receipt")]).await["failed"][0]["error"], "lease_lost");
+}
+
+#[tokio::test]
+async fn an_expired_lease_on_the_last_attempt_is_dead_lettered_by_the_next_consume() {
+    let app = spawn_app().await;
+    let queue = app.queue_with(|m| m.max_attempts = 1).await;
+    // Hidden from the sweeper, so only the consume script can dead-letter it.
+    let mut conn = app.redis.clone();
+    let _: () =
+        redis::cmd("SREM").arg(app.keys.queues()).arg(queue.id.to_string()).query_async(&mut conn).await.unwrap();
+    app.publish_text(&queue, "slow").await;
+    app.publish_text(&queue, "next").await;
+    let first = app.consume(&queue, json!({"max_messages": 1, "visibility_seconds": 1})).await;
+    assert_eq!(first.len(), 1);
+    tokio::time::sleep(Duration::from_millis(1050)).await;
+    // Consume must not redeliver it: it goes to the dead-letter queue.
+    let next = app.consume(&queue, json!({"max_messages": 10})).await;
+    assert_eq!(next.len(), 1);
+    assert_eq!(decode_body(&next[0]), b"next");
+    let dead = app.dead_letters(&queue).await;
+    assert_eq!(dead[0]["reason"], "visibility timeout expired");
+}
+
+#[tokio::test]
+async fn replay_all_and_purge_by_id_and_all() {
+    let app = spawn_app().await;
+    let queue = app.queue_with(|m| m.max_attempts = 1).await;
+    let binary = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [0xff, 0xfe, 0x00]);
+    app.publish(&queue, json!({"body_base64": binary})).await;
+    for i in 0..4 {
+        app.publish_text(&queue, &format!("m{i}")).await;
+    }
+    let leased = app.consume(&queue, json!({"max_messages": 5})).await;
+    let receipts: Vec<String> = leased.iter().map(|m| text(m, "receipt")).collect();
+    app.nack(&queue, json!({"receipts": receipts})).await;
+    let dead = app.dead_letters(&queue).await;
+    assert_eq!(dead.len(), 5);
+    assert_eq!(dead[0]["body_preview_encoding"], "base64");
+    assert_eq!(dead[0]["body_preview"], binary);
+    let bytes_before = app.stats(&queue).await["stored_bytes"].as_u64().unwrap();
+    assert_eq!(bytes_before, 3 + 4 * 2, "dead letters count toward stored bytes");
+
+    let purge = app.url(&queue, "/dead-letters/purge");
+    let (status, body) = app.post(&queue.token, &purge, &json!({"ids": [dead[0]["id"].clone()]})).await;
+    assert_eq!((status, body), (StatusCode::OK, json!({"purged": 1})));
+    assert_eq!(app.stats(&queue).await["stored_bytes"], 8);
+    let (_, body) = app.post(&queue.token, &app.url(&queue, "/dead-letters/replay"), &json!({"all": true})).await;
+    assert_eq!(body, json!({"replayed": 4}));
+    let back = app.consume(&queue, json!({"max_messages": 10})).await;
+    assert_eq!(back.len(), 4);
+    assert!(back.iter().all(|m| m["attempts"] == 1));
+    app.nack(&queue, json!({"receipts": back.iter().map(|m| text(m, "receipt")).collect::<Vec<_>>()})).await;
+    let (_, body) = app.post(&queue.token, &app.url(&queue, "/purge"), &json!({"state": "dead"})).await;
+    assert_eq!(body, json!({"purged": 4}));
+    let stats = app.stats(&queue).await;
+    assert_eq!((stats["stored_bytes"].as_u64(), stats["dead_letters"].as_u64()), (Some(0), Some(0)));
+}

@@ -1,0 +1,104 @@
+//! Long polls: woken by a publish through this process or another, or returning after the wait.
+
+use crate::helpers::*;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_wakes_a_waiting_consumer_quickly() {
+    let app = spawn_app().await;
+    app.listening().await;
+    let queue = app.queue().await;
+    let waiter = {
+        let (client, url, token) = (app.client.clone(), app.url(&queue, "/consume"), queue.token.clone());
+        tokio::spawn(async move {
+            let response =
+                client.post(url).bearer_auth(token).json(&json!({"max_wait_seconds": 10})).send().await.unwrap();
+            (Instant::now(), response.json::<serde_json::Value>().await.unwrap())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let published_at = Instant::now();
+    app.publish_text(&queue, "wake up").await;
+    let (received_at, body) = waiter.await.unwrap();
+    assert_eq!(body["messages"].as_array().unwrap().len(), 1);
+    let latency = received_at.duration_since(published_at);
+    assert!(latency < Duration::from_millis(100), "woken after {latency:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_through_another_process_wakes_the_waiter() {
+    let first = spawn_app().await;
+    let second = spawn_app_in(&first.namespace).await;
+    first.listening().await;
+    let queue = first.queue().await;
+    let waiter = {
+        let (client, url, token) = (first.client.clone(), first.url(&queue, "/consume"), queue.token.clone());
+        tokio::spawn(async move {
+            let response =
+                client.post(url).bearer_auth(token).json(&json!({"max_wait_seconds": 10})).send().await.unwrap();
+            (Instant::now(), response.json::<serde_json::Value>().await.unwrap())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let published_at = Instant::now();
+    second.publish_text(&queue, "from elsewhere").await;
+    let (received_at, body) = waiter.await.unwrap();
+    assert_eq!(body["messages"].as_array().unwrap().len(), 1);
+    let latency = received_at.duration_since(published_at);
+    assert!(latency < Duration::from_millis(100), "woken after {latency:?}");
+}
+
+#[tokio::test]
+async fn an_empty_queue_answers_after_the_wait() {
+    let app = spawn_app().await;
+    let queue = app.queue().await;
+    let start = Instant::now();
+    let messages = app.consume(&queue, json!({"max_wait_seconds": 1})).await;
+    let waited = start.elapsed();
+    assert!(messages.is_empty());
+    assert!(waited >= Duration::from_millis(950) && waited < Duration::from_millis(1500), "{waited:?}");
+    let start = Instant::now();
+    assert!(app.consume(&queue, json!({"max_wait_seconds": 0})).await.is_empty());
+    assert!(start.elapsed() < Duration::from_millis(200));
+}
+
+#[tokio::test]
+async fn a_paused_queue_refuses_publishes_and_delivers_nothing() {
+    let app = spawn_app().await;
+    let queue = app.queue().await;
+    app.publish_text(&queue, "before pause").await;
+    app.set_paused(&queue, true).await;
+    let (status, body) = app.post(&queue.token, &app.url(&queue, "/messages"), &json!({"body": "x"})).await;
+    assert_eq!(status, reqwest::StatusCode::CONFLICT);
+    assert_eq!(body["error"], "queue_paused");
+    let (status, body) =
+        app.post(&queue.token, &app.url(&queue, "/messages/batch"), &json!({"messages": [{"body": "x"}]})).await;
+    assert_eq!((status, &body["error"]), (reqwest::StatusCode::CONFLICT, &json!("queue_paused")));
+    let start = Instant::now();
+    assert!(app.consume(&queue, json!({"max_wait_seconds": 2})).await.is_empty());
+    assert!(start.elapsed() < Duration::from_millis(500), "a paused queue answers at once");
+    assert_eq!(app.stats(&queue).await["paused"], true);
+    app.set_paused(&queue, false).await;
+    assert_eq!(app.consume(&queue, json!({})).await.len(), 1);
+}
+
+#[tokio::test]
+async fn shutdown_ends_a_waiting_long_poll() {
+    let app = spawn_app().await;
+    let queue = app.queue().await;
+    let waiter = {
+        let (client, url, token) = (app.client.clone(), app.url(&queue, "/consume"), queue.token.clone());
+        tokio::spawn(async move {
+            let response =
+                client.post(url).bearer_auth(token).json(&json!({"max_wait_seconds": 20})).send().await.unwrap();
+            response.json::<serde_json::Value>().await.unwrap()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let start = Instant::now();
+    app.shutdown();
+    let body = tokio::time::timeout(Duration::from_secs(2), waiter).await.expect("answered on shutdown").unwrap();
+    assert_eq!(body["messages"], json!([]));
+    assert!(start.elapsed() < Duration::from_secs(1));
+}

@@ -1,0 +1,139 @@
+//! Redis going away and coming back: scripts reloaded after a flush or restart (NOSCRIPT), the
+//! wake-up subscriber re-subscribing, requests answering 503 meanwhile and recovering by themselves.
+
+use crate::helpers::*;
+use aqs_core::config::Config;
+use aqs_core::redis_conn;
+use aqs_data_plane::DataPlane;
+use reqwest::StatusCode;
+use serde_json::json;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[tokio::test]
+async fn a_flushed_script_cache_is_reloaded_transparently() {
+    let app = spawn_app().await;
+    let queue = app.queue().await;
+    let mut conn = app.redis.clone();
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut conn).await.unwrap();
+    app.publish_text(&queue, "after flush").await;
+    assert_eq!(app.consume(&queue, json!({})).await.len(), 1);
+}
+
+/// A private redis-server with AOF on a free port, in its own directory.
+struct PrivateRedis {
+    child: Child,
+    port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl PrivateRedis {
+    fn start(port: u16, dir: &std::path::Path) -> Option<Self> {
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes"])
+            .args(["--appendfsync", "always", "--dir", dir.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        Some(Self { child, port, dir: dir.to_owned() })
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    async fn wait_ready(&self) {
+        let start = Instant::now();
+        loop {
+            if let Ok(client) = redis::Client::open(self.url())
+                && let Ok(mut conn) = client.get_multiplexed_async_connection().await
+                && redis::cmd("PING").query_async::<String>(&mut conn).await.is_ok()
+            {
+                return;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "private redis-server did not start");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn kill(&mut self) {
+        self.child.kill().expect("kill redis-server");
+        self.child.wait().expect("reap redis-server");
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            self.kill();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_service_recovers_when_redis_restarts() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dir = std::env::temp_dir().join(format!("aqs-dp-redis-{port}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let Some(mut redis) = PrivateRedis::start(port, &dir) else {
+        eprintln!("redis-server not found; skipping the restart test");
+        return;
+    };
+    redis.wait_ready().await;
+
+    let namespace = "trestart";
+    let config = Config::for_tests("", &redis.url(), namespace);
+    let conn = redis_conn::connect(&[redis.url()]).await.unwrap();
+    let state = DataPlane::new(&config, conn.clone()).await.unwrap();
+    let app = start_with(state, conn, namespace).await;
+    app.listening().await;
+    let queue = app.queue().await;
+    let kept = app.publish_text(&queue, "survives").await;
+
+    redis.kill();
+    let health = format!("{}/queue/v1/health", app.base);
+    let response = app.client.get(&health).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let (status, body) = app.post(&queue.token, &app.url(&queue, "/messages"), &json!({"body": "x"})).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    let start = Instant::now();
+    while app.state.is_listening() {
+        assert!(start.elapsed() < Duration::from_secs(5), "subscriber did not notice");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let redis = PrivateRedis::start(port, &redis.dir).unwrap();
+    redis.wait_ready().await;
+    let restarted = Instant::now();
+    loop {
+        let (status, _) = app.post(&queue.token, &app.url(&queue, "/messages"), &json!({"body": "back"})).await;
+        if status == StatusCode::CREATED {
+            break;
+        }
+        assert!(restarted.elapsed() < Duration::from_secs(5), "not recovered within 5 s: {status}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(app.client.get(&health).send().await.unwrap().status(), StatusCode::OK);
+    app.listening().await;
+
+    // The AOF kept the first message; the subscriber wakes long polls again.
+    let messages = app.consume(&queue, json!({"max_messages": 10})).await;
+    assert_eq!(messages[0]["id"], kept.as_str());
+    let waiter = {
+        let (client, url, token) = (app.client.clone(), app.url(&queue, "/consume"), queue.token.clone());
+        tokio::spawn(async move {
+            let response =
+                client.post(url).bearer_auth(token).json(&json!({"max_wait_seconds": 5})).send().await.unwrap();
+            (Instant::now(), response.json::<serde_json::Value>().await.unwrap())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let published = Instant::now();
+    app.publish_text(&queue, "wake").await;
+    let (woken, body) = waiter.await.unwrap();
+    assert_eq!(body["messages"].as_array().unwrap().len(), 1);
+    assert!(woken.duration_since(published) < Duration::from_millis(100));
+    drop(redis);
+    std::fs::remove_dir_all(&dir).ok();
+}
