@@ -1,10 +1,10 @@
 //! `aqs serve`: connects the stores the chosen roles need, builds one router from the roles and
 //! serves it until the shutdown signal, which is fanned out to every background loop.
 
-use aqs_core::config::{Config, Role};
-use aqs_core::ApiError;
-use aqs_core::redis_conn;
 use anyhow::Context;
+use aqs_core::ApiError;
+use aqs_core::config::{Config, Role};
+use aqs_core::redis_conn;
 use axum::Router;
 use std::future::Future;
 use std::time::Duration;
@@ -29,7 +29,11 @@ pub async fn connect_postgres(config: &Config) -> anyhow::Result<sqlx::PgPool> {
 }
 
 /// Serves the configured roles on `listener` until `shutdown` resolves.
-pub async fn run(config: Config, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+pub async fn run(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let cancel = CancellationToken::new();
     let mut redis = redis_conn::connect(&config.redis_urls()).await?;
     let mut app = Router::new();
@@ -62,9 +66,9 @@ pub async fn run(config: Config, listener: TcpListener, shutdown: impl Future<Ou
     }
 
     // Unknown paths and methods answer in the API's error format too, not with an empty body.
-    let app = app
-        .fallback(|| async { ApiError::not_found("no such route") })
-        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed("this route does not take that method".into()) });
+    let app = app.fallback(|| async { ApiError::not_found("no such route") }).method_not_allowed_fallback(|| async {
+        ApiError::MethodNotAllowed("this route does not take that method".into())
+    });
 
     let addr = listener.local_addr()?;
     tracing::info!(%addr, roles = %config.roles, "aqs serving");

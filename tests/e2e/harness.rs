@@ -136,11 +136,7 @@ impl Server {
             ("AQS_RECEIPT_SECRET".to_owned(), "e2e-receipt-secret-0123456789abcdefgh".to_owned()),
             ("AQS_LOG".to_owned(), "warn".to_owned()),
         ];
-        let status = Command::new(env!("CARGO_BIN_EXE_aqs"))
-            .arg("migrate")
-            .envs(env.iter().cloned())
-            .status()
-            .unwrap();
+        let status = Command::new(env!("CARGO_BIN_EXE_aqs")).arg("migrate").envs(env.iter().cloned()).status().unwrap();
         assert!(status.success(), "aqs migrate failed");
         let mut server = Self { port, env, child: None };
         server.restart().await;
@@ -149,7 +145,8 @@ impl Server {
 
     /// Runs `aqs serve` with this server's settings and waits until it is healthy.
     pub async fn restart(&mut self) {
-        let child = Command::new(env!("CARGO_BIN_EXE_aqs")).arg("serve").envs(self.env.iter().cloned()).spawn().unwrap();
+        let child =
+            Command::new(env!("CARGO_BIN_EXE_aqs")).arg("serve").envs(self.env.iter().cloned()).spawn().unwrap();
         self.child = Some(child);
         let http = reqwest::Client::new();
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -270,7 +267,8 @@ impl Tenant {
             .unwrap()
             .iter()
             .map(|m| {
-                let bytes = base64::engine::general_purpose::STANDARD.decode(m["body_base64"].as_str().unwrap()).unwrap();
+                let bytes =
+                    base64::engine::general_purpose::STANDARD.decode(m["body_base64"].as_str().unwrap()).unwrap();
                 (
                     m["id"].as_str().unwrap().to_owned(),
                     String::from_utf8(bytes).unwrap(),

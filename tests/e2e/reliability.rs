@@ -191,8 +191,16 @@ async fn revocation_and_pause_reach_the_data_plane_within_a_second() {
     assert_eq!(resumed.status(), 200);
     assert_eq!(tenant.publish("resumed").await.0, 201);
 
-    let tokens: serde_json::Value =
-        tenant.http.get(format!("{queue_url}/tokens")).bearer_auth(&tenant.session).send().await.unwrap().json().await.unwrap();
+    let tokens: serde_json::Value = tenant
+        .http
+        .get(format!("{queue_url}/tokens"))
+        .bearer_auth(&tenant.session)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let token_id = tokens["tokens"][0]["id"].as_str().unwrap().to_owned();
     let revoked =
         tenant.http.delete(format!("{queue_url}/tokens/{token_id}")).bearer_auth(&tenant.session).send().await.unwrap();
