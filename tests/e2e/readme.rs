@@ -1,0 +1,67 @@
+//! The README's curl examples, run as written against the real binary: only the address changes
+//! (the test server listens on a free port, not 8080) and the demo token comes from the test's
+//! own sign-up instead of `.aqs/demo.env`.
+
+use crate::harness::{Redis, Server, Tenant, fresh_database};
+use serde_json::{Value, json};
+use std::process::Command;
+
+/// The indented code blocks of the README's "Try it" section, in order.
+fn try_it_blocks() -> Vec<String> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section = readme.split("## Try it").nth(1).unwrap().split("\n## ").next().unwrap();
+    let mut blocks = Vec::new();
+    let mut current = String::new();
+    for line in section.lines() {
+        if let Some(code) = line.strip_prefix("    ") {
+            current.push_str(code);
+            current.push('\n');
+        } else if line.trim().is_empty() && !current.is_empty() {
+            current.push('\n');
+        } else if !current.trim().is_empty() {
+            blocks.push(std::mem::take(&mut current));
+        } else {
+            current.clear();
+        }
+    }
+    if !current.trim().is_empty() {
+        blocks.push(current);
+    }
+    blocks
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readme_curl_examples_run_as_written() {
+    let redis = Redis::start("everysec");
+    let server = Server::start(&fresh_database().await, &redis.url(), "readme").await;
+    let tenant = Tenant::sign_up(&server, json!({"name": "image-jobs"})).await;
+    assert_eq!(tenant.slug, "image-jobs", "a fresh database gives the README's slug");
+
+    let mut script = String::from("set -euo pipefail\n");
+    for block in try_it_blocks() {
+        if block.contains("source .aqs/demo.env") {
+            script.push_str(&format!("export AQS_TOKEN={}\n", tenant.token));
+            continue;
+        }
+        if block.trim_start().starts_with('{') {
+            continue; // an example answer, not a command
+        }
+        script.push_str(&block.replace("http://127.0.0.1:8080", &server.base()));
+        script.push_str("\necho\n");
+    }
+    let output = Command::new("bash").arg("-c").arg(&script).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "script failed:\n{script}\nstdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    let answers: Vec<Value> = stdout.lines().filter_map(|line| serde_json::from_str(line).ok()).collect();
+    let find = |key: &str| answers.iter().filter(|a| a.get(key).is_some()).collect::<Vec<_>>();
+    assert_eq!(find("id").len(), 3, "three publishes: {stdout}");
+    assert_eq!(find("messages")[0]["messages"][0]["content_type"], "application/json", "{stdout}");
+    assert_eq!(find("acked")[0]["acked"], 1, "{stdout}");
+    assert_eq!(find("nacked")[0]["nacked"], 1, "{stdout}");
+    assert_eq!(find("ok")[0], &json!({"ok": true, "service": "aqs"}));
+}
