@@ -35,11 +35,12 @@ ensure_stores_installed() {
   command -v curl >/dev/null || apt_install curl ca-certificates
 }
 
-# free_port: prints a TCP port on 127.0.0.1 nobody listens on.
+# free_port: prints a TCP port on 127.0.0.1 nobody listens on. Picked below the kernel's ephemeral
+# range (32768+), so an outgoing connection cannot take it between the check and the bind.
 free_port() {
   local port
   for _ in $(seq 1 200); do
-    port=$(( 20000 + RANDOM % 40000 ))
+    port=$(( 15000 + RANDOM % 17000 ))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return 0; fi
   done
   die "no free port found"
@@ -76,6 +77,7 @@ CONF
   redis-server "$dir/redis.conf" &
   echo $! > "$dir/pid"
   wait_for_port "$REDIS_PORT" 20 || die "Redis did not start; see $dir/redis.log"
+  kill -0 "$(cat "$dir/pid")" 2>/dev/null || die "Redis exited at start; see $dir/redis.log"
 }
 
 # start_postgres DIR: starts a private PostgreSQL in DIR (as the postgres user when run as root,
@@ -94,11 +96,18 @@ start_postgres() {
       || die "initdb failed; see $dir/initdb.log"
   fi
   PG_PORT=$(cat "$dir/port" 2>/dev/null || true)
-  if [ -z "$PG_PORT" ] || (exec 3<>"/dev/tcp/127.0.0.1/$PG_PORT") 2>/dev/null; then PG_PORT=$(free_port); fi
-  "${run[@]}" sh -c "echo $PG_PORT > '$dir/port'"
-  "${run[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
-    -o "-p $PG_PORT -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=${AQS_PG_FSYNC:-on}" start >/dev/null \
-    || die "PostgreSQL did not start; see $dir/postgres.log"
+  local attempt started=""
+  for attempt in 1 2 3; do
+    if [ -z "$PG_PORT" ] || (exec 3<>"/dev/tcp/127.0.0.1/$PG_PORT") 2>/dev/null; then PG_PORT=$(free_port); fi
+    "${run[@]}" sh -c "echo $PG_PORT > '$dir/port'"
+    if "${run[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
+      -o "-p $PG_PORT -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=${AQS_PG_FSYNC:-on}" \
+      start >/dev/null; then
+      started=1; break
+    fi
+    PG_PORT="" # most likely taken between the check and the bind: try another
+  done
+  [ -n "$started" ] || die "PostgreSQL did not start; see $dir/postgres.log"
   "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -qtAc "SELECT 1 FROM pg_database WHERE datname='aqs'" | grep -q 1 \
     || "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "CREATE DATABASE aqs" >/dev/null
 }
