@@ -58,12 +58,13 @@ wait_for_port() {
 # start_redis DIR: starts a private Redis with AOF (everysec) and noeviction in DIR; sets REDIS_PORT.
 # Reuses the port recorded in DIR when there is one, so data and URLs survive a restart.
 start_redis() {
-  local dir=$1
+  local dir=$1 attempt
   mkdir -p "$dir"
   REDIS_PORT=$(cat "$dir/port" 2>/dev/null || true)
-  if [ -z "$REDIS_PORT" ] || (exec 3<>"/dev/tcp/127.0.0.1/$REDIS_PORT") 2>/dev/null; then REDIS_PORT=$(free_port); fi
-  echo "$REDIS_PORT" > "$dir/port"
-  cat > "$dir/redis.conf" <<CONF
+  for attempt in 1 2 3; do
+    if [ -z "$REDIS_PORT" ] || (exec 3<>"/dev/tcp/127.0.0.1/$REDIS_PORT") 2>/dev/null; then REDIS_PORT=$(free_port); fi
+    echo "$REDIS_PORT" > "$dir/port"
+    cat > "$dir/redis.conf" <<CONF
 bind 127.0.0.1
 port $REDIS_PORT
 dir $dir
@@ -74,10 +75,12 @@ maxmemory-policy noeviction
 save ""
 logfile $dir/redis.log
 CONF
-  redis-server "$dir/redis.conf" &
-  echo $! > "$dir/pid"
-  wait_for_port "$REDIS_PORT" 20 || die "Redis did not start; see $dir/redis.log"
-  kill -0 "$(cat "$dir/pid")" 2>/dev/null || die "Redis exited at start; see $dir/redis.log"
+    redis-server "$dir/redis.conf" &
+    echo $! > "$dir/pid"
+    if wait_for_port "$REDIS_PORT" 20 && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then return 0; fi
+    REDIS_PORT="" # most likely taken between the check and the bind: try another
+  done
+  die "Redis did not start; see $dir/redis.log"
 }
 
 # start_postgres DIR: starts a private PostgreSQL in DIR (as the postgres user when run as root,
