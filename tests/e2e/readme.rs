@@ -37,7 +37,8 @@ async fn readme_curl_examples_run_as_written() {
     let tenant = Tenant::sign_up(&server, json!({"name": "image-jobs"})).await;
     assert_eq!(tenant.slug, "image-jobs", "a fresh database gives the README's slug");
 
-    let mut script = String::from("set -euo pipefail\n");
+    // Each answer on its own line, so the test can read them apart.
+    let mut script = String::from("set -euo pipefail\ncurl() { command curl \"$@\"; echo; }\n");
     for block in try_it_blocks() {
         if block.contains("source .aqs/demo.env") {
             script.push_str(&format!("export AQS_TOKEN={}\n", tenant.token));
