@@ -124,6 +124,40 @@ impl FromRequestParts<ControlPlane> for AuthMember {
     }
 }
 
+/// An operator behind `Authorization: Bearer <session JWT>`. Everyone else, signed in or not, gets
+/// a 404: operator routes do not reveal that they exist.
+pub struct AuthOperator(Member);
+
+impl AuthOperator {
+    /// The operator proof for a member already authenticated some other way (the console's
+    /// session cookie); `None` unless the member has the operator role.
+    pub fn from_member(member: Member) -> Option<Self> {
+        (member.role == Role::Operator).then_some(Self(member))
+    }
+
+    pub fn id(&self) -> MemberId {
+        self.0.id
+    }
+
+    pub fn member(&self) -> &Member {
+        &self.0
+    }
+}
+
+impl FromRequestParts<ControlPlane> for AuthOperator {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, cp: &ControlPlane) -> Result<Self, Self::Rejection> {
+        match AuthMember::from_request_parts(parts, cp).await {
+            Ok(AuthMember(member)) if member.role == Role::Operator => Ok(Self(member)),
+            Err(ApiError::ServiceUnavailable { message, retry_after_secs }) => {
+                Err(ApiError::ServiceUnavailable { message, retry_after_secs })
+            }
+            _ => Err(ApiError::not_found("no such route")),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,18 +5,21 @@
 //! and [`ControlPlane::resync_projection`] rewrites all of it at start-up.
 //!
 //! The layers:
-//! - a service layer of plain async functions ([`auth`], [`queues`], [`tokens`]) that take the
-//!   authenticated [`MemberId`] first, so a tenant's data cannot be read without it; the console
-//!   calls these directly;
+//! - a service layer of plain async functions ([`auth`], [`queues`], [`tokens`], [`push`]) that
+//!   take the authenticated [`MemberId`] first, so a tenant's data cannot be read without it, and
+//!   the operator's ([`admin`]) that take an [`AuthOperator`]; the console calls these directly;
 //! - `routes`: thin HTTP handlers over the service layer, mounted by [`router`];
 //! - `projection`: every Redis write, in the order that keeps the data plane from seeing a
 //!   half-made or half-deleted queue.
 
+pub mod admin;
 pub mod auth;
 mod db_error;
 pub mod members;
 mod password;
 mod projection;
+pub mod push;
+mod push_url;
 pub mod queue_settings;
 pub mod queues;
 mod redis_scan;
@@ -28,7 +31,7 @@ mod state;
 mod timefmt;
 pub mod tokens;
 
-pub use auth::{AuthMember, Credentials, SignedIn};
+pub use auth::{AuthMember, AuthOperator, Credentials, SignedIn};
 pub use members::{Member, MemberId, Role, grant_operator};
 pub use queues::{NewQueue, Queue, QueueChanges};
 pub use routes::router;

@@ -1,5 +1,6 @@
 //! Every write of the Redis projection the data plane reads (see `aqs_core::projection`): queue
-//! meta hashes, slug records, token records and the set of live queues.
+//! meta hashes, slug records, token records, the set of live queues, and push targets (the
+//! `push` hash of a queue and the `NS:push` set of pushed queues).
 //!
 //! PostgreSQL is changed first and committed; only then is Redis written. If Redis fails part-way,
 //! the request answers 503 and the two stores disagree until the next start-up, when
@@ -17,7 +18,7 @@ use crate::redis_scan::keys_matching;
 use aqs_core::ApiError;
 use aqs_core::ids::QueueId;
 use aqs_core::keys::Keys;
-use aqs_core::projection::{QueueMeta, TokenRecord};
+use aqs_core::projection::{PushRecord, QueueMeta, TokenRecord};
 use aqs_core::redis_conn::RedisConn;
 use redis::{RedisError, RedisResult, Script};
 use std::sync::LazyLock;
@@ -68,6 +69,39 @@ pub async fn remove_token(conn: &mut RedisConn, keys: &Keys, hash: &str) -> Redi
     redis::cmd("DEL").arg(keys.token(hash)).query_async(conn).await
 }
 
+/// A push target set or changed: the record first (rewritten in place, every field), then the set
+/// entry that makes dispatchers pick it up.
+pub async fn put_push(conn: &mut RedisConn, keys: &Keys, id: QueueId, record: &PushRecord) -> RedisResult<()> {
+    put_pushes(conn, keys, &[(id, record.clone())]).await
+}
+
+pub(crate) async fn put_pushes(
+    conn: &mut RedisConn,
+    keys: &Keys,
+    records: &[(QueueId, PushRecord)],
+) -> RedisResult<()> {
+    for chunk in records.chunks(CHUNK) {
+        let mut pipe = redis::pipe();
+        for (id, record) in chunk {
+            pipe.hset_multiple(keys.queue(*id).push(), &record.to_fields()).ignore();
+        }
+        pipe.query_async::<()>(conn).await?;
+        let mut pipe = redis::pipe();
+        for (id, _) in chunk {
+            pipe.sadd(keys.push_queues(), id.to_string()).ignore();
+        }
+        pipe.query_async::<()>(conn).await?;
+    }
+    Ok(())
+}
+
+/// Push stopped: the record goes first (consume is allowed again and dispatchers stop when they
+/// next look), then the set entry. The delivery log stays for the console.
+pub async fn remove_push(conn: &mut RedisConn, keys: &Keys, id: QueueId) -> RedisResult<()> {
+    redis::cmd("DEL").arg(keys.queue(id).push()).query_async::<()>(conn).await?;
+    redis::cmd("SREM").arg(keys.push_queues()).arg(id.to_string()).query_async(conn).await
+}
+
 /// A deleted queue: unreachable first (slug, tokens), then every key of it, then the set entry.
 pub async fn remove_queue(
     conn: &mut RedisConn,
@@ -86,6 +120,7 @@ pub async fn remove_queue(
         pipe.query_async::<()>(conn).await?;
     }
     remove_queue_data(conn, keys, id).await?;
+    redis::cmd("SREM").arg(keys.push_queues()).arg(id.to_string()).query_async::<()>(conn).await?;
     redis::cmd("SREM").arg(keys.queues()).arg(id.to_string()).query_async(conn).await
 }
 
@@ -102,6 +137,8 @@ async fn remove_queue_data(conn: &mut RedisConn, keys: &Keys, id: QueueId) -> Re
         q.dead_letters(),
         q.stats(),
         q.token_last_used(),
+        q.push(),
+        q.push_log(),
     ];
     // All of them share the queue's hash tag, so one multi-key UNLINK is valid on a cluster too.
     redis::cmd("UNLINK").arg(&fixed).query_async::<()>(conn).await?;

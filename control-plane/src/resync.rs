@@ -1,5 +1,6 @@
 //! The start-up re-sync: rewrites the whole Redis projection from PostgreSQL, then removes what
-//! PostgreSQL no longer backs (revoked tokens, freed slugs, deleted queues and their data). This is
+//! PostgreSQL no longer backs (revoked tokens, stopped push targets, freed slugs, deleted queues
+//! and their data). This is
 //! what repairs Redis after a change whose projection failed, or after Redis lost data.
 //!
 //! Other control-plane replicas may change things while this runs. Stale records are therefore
@@ -8,12 +9,13 @@
 //! a queue created mid-way is never taken for stale.
 
 use crate::projection::{self, ProjectedToken};
+use crate::push::{self, PushRow};
 use crate::queues::{COLUMNS, QueueRow};
 use crate::redis_scan::keys_matching;
 use crate::state::ControlPlane;
 use anyhow::Context;
 use aqs_core::ids::QueueId;
-use aqs_core::projection::{QueueMeta, TokenRecord};
+use aqs_core::projection::{PushRecord, QueueMeta, TokenRecord};
 use aqs_core::token::Scope;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
@@ -37,7 +39,11 @@ impl ControlPlane {
         projection::put_metas(&mut conn, keys, &metas).await.context("writing queue metas")?;
         projection::put_entries(&mut conn, keys, &metas, &tokens).await.context("writing slugs and tokens")?;
 
+        let pushes = live_pushes(db, None).await?;
+        projection::put_pushes(&mut conn, keys, &pushes).await.context("writing push targets")?;
+
         let stale_tokens = self.remove_stale_tokens().await?;
+        let stale_pushes = self.remove_stale_pushes().await?;
         let stale_slugs = self.remove_stale_slugs().await?;
         let deleted_queues = self.finish_deleted_queues().await?;
 
@@ -45,11 +51,16 @@ impl ControlPlane {
         // by the older values: write those queues' metas once more.
         let recent = live_metas(db, Some(started - chrono::Duration::seconds(CATCH_UP_WINDOW_SECS))).await?;
         projection::put_metas(&mut conn, keys, &recent).await.context("catching up queue metas")?;
+        let since = Some(started - chrono::Duration::seconds(CATCH_UP_WINDOW_SECS));
+        let recent_pushes = live_pushes(db, since).await?;
+        projection::put_pushes(&mut conn, keys, &recent_pushes).await.context("catching up push targets")?;
 
         tracing::info!(
             queues = metas.len(),
             tokens = tokens.len(),
+            pushes = pushes.len(),
             stale_tokens,
+            stale_pushes,
             stale_slugs,
             deleted_queues,
             "projection re-synced"
@@ -74,6 +85,36 @@ impl ControlPlane {
             hashes.into_iter().filter(|h| !live.contains(h)).map(|h| self.keys().token(&h)).collect();
         delete_each(&mut self.redis(), &stale).await?;
         Ok(stale.len())
+    }
+
+    /// Removes push records (and `NS:push` entries) of queues PostgreSQL has no live push target
+    /// for: push stopped, or the queue deleted, while Redis missed it.
+    async fn remove_stale_pushes(&self) -> anyhow::Result<usize> {
+        let members: Vec<String> =
+            redis::cmd("SMEMBERS").arg(self.keys().push_queues()).query_async(&mut self.redis()).await?;
+        let pattern = format!("{}:{{q:*}}:push", self.keys().namespace());
+        let records = keys_matching(&mut self.redis(), &pattern).await?;
+        let mut ids: Vec<QueueId> = members.iter().filter_map(|m| QueueId::parse(m)).collect();
+        // The queue id sits in the hash tag, as in a wake channel name.
+        ids.extend(records.iter().filter_map(|key| aqs_core::keys::queue_of_wake_channel(key)));
+        ids.sort_by_key(|id| id.0);
+        ids.dedup();
+        let uuids: Vec<Uuid> = ids.iter().map(|id| id.0).collect();
+        let live: HashSet<Uuid> = sqlx::query_scalar(
+            "SELECT p.queue_id FROM push_targets p JOIN queues q ON q.id = p.queue_id
+             WHERE p.queue_id = ANY($1) AND q.deleted_at IS NULL",
+        )
+        .bind(&uuids)
+        .fetch_all(self.db())
+        .await?
+        .into_iter()
+        .collect();
+        let mut removed = 0;
+        for id in ids.into_iter().filter(|id| !live.contains(&id.0)) {
+            projection::remove_push(&mut self.redis(), self.keys(), id).await?;
+            removed += 1;
+        }
+        Ok(removed)
     }
 
     async fn remove_stale_slugs(&self) -> anyhow::Result<usize> {
@@ -132,6 +173,29 @@ async fn live_metas(db: &PgPool, since: Option<DateTime<Utc>>) -> anyhow::Result
     .await?;
     // The address is not part of the projection, so no public URL is needed here.
     Ok(rows.into_iter().map(|row| row.into_queue("").meta()).collect())
+}
+
+/// Push targets of live queues, all of them or those changed since `since`.
+async fn live_pushes(db: &PgPool, since: Option<DateTime<Utc>>) -> anyhow::Result<Vec<(QueueId, PushRecord)>> {
+    let rows: Vec<(String, PushRow)> = sqlx::query_as::<_, SlugAndPush>(&format!(
+        "SELECT q.slug, {} FROM push_targets p JOIN queues q ON q.id = p.queue_id
+         WHERE q.deleted_at IS NULL AND ($1::timestamptz IS NULL OR p.updated_at >= $1)",
+        push::COLUMNS.split(", ").map(|c| format!("p.{}", c.trim())).collect::<Vec<_>>().join(", ")
+    ))
+    .bind(since)
+    .fetch_all(db)
+    .await?
+    .into_iter()
+    .map(|r| (r.slug, r.push))
+    .collect();
+    Ok(rows.into_iter().map(|(slug, row)| (QueueId(row.queue_id), row.record(&slug))).collect())
+}
+
+#[derive(sqlx::FromRow)]
+struct SlugAndPush {
+    slug: String,
+    #[sqlx(flatten)]
+    push: PushRow,
 }
 
 /// Unrevoked tokens of live queues.

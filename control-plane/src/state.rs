@@ -21,6 +21,7 @@ struct Inner {
     public_url: String,
     operator_emails: Vec<String>,
     sessions: SessionKeys,
+    push_allow_private_networks: bool,
 }
 
 impl ControlPlane {
@@ -36,6 +37,7 @@ impl ControlPlane {
                 public_url: config.public_url.trim_end_matches('/').to_owned(),
                 operator_emails: config.operator_emails(),
                 sessions: SessionKeys::new(config.session_secret.expose().as_bytes()),
+                push_allow_private_networks: config.push_allow_private_networks,
             }),
         })
     }
@@ -60,6 +62,11 @@ impl ControlPlane {
 
     pub(crate) fn is_operator_email(&self, email: &str) -> bool {
         self.inner.operator_emails.iter().any(|e| e == email)
+    }
+
+    /// `AQS_PUSH_ALLOW_PRIVATE_NETWORKS`: handler URLs on private addresses pass registration.
+    pub(crate) fn push_allow_private_networks(&self) -> bool {
+        self.inner.push_allow_private_networks
     }
 
     pub(crate) fn sessions(&self) -> &SessionKeys {

@@ -6,6 +6,8 @@ mod api {
     mod errors;
     mod isolation;
     mod projection;
+    mod push;
+    mod push_admin;
     mod queues;
     mod support;
     mod tokens;

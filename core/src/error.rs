@@ -40,6 +40,9 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     #[error("{0}")]
     QueuePaused(String),
+    /// The queue delivers by push: pull consumers may not lease from it.
+    #[error("{0}")]
+    PushEnabled(String),
     #[error("{0}")]
     StorageLimitReached(String),
     #[error("{0}")]
@@ -77,9 +80,11 @@ impl ApiError {
             Self::Forbidden(_) | Self::QueueLimitReached(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
-            Self::Conflict(_) | Self::IdempotencyConflict(_) | Self::LeaseLost(_) | Self::QueuePaused(_) => {
-                StatusCode::CONFLICT
-            }
+            Self::Conflict(_)
+            | Self::IdempotencyConflict(_)
+            | Self::LeaseLost(_)
+            | Self::QueuePaused(_)
+            | Self::PushEnabled(_) => StatusCode::CONFLICT,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::StorageLimitReached(_) => StatusCode::INSUFFICIENT_STORAGE,
@@ -105,6 +110,7 @@ impl ApiError {
             Self::PayloadTooLarge(_) => "payload_too_large",
             Self::UnsupportedMediaType(_) => "unsupported_media_type",
             Self::QueuePaused(_) => "queue_paused",
+            Self::PushEnabled(_) => "push_enabled",
             Self::StorageLimitReached(_) => "storage_limit_reached",
             Self::QueueLimitReached(_) => "queue_limit_reached",
             Self::RateLimited { .. } => "rate_limited",

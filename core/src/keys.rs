@@ -18,9 +18,12 @@
 //! | `NS:{q:ID}:stats` | hash | stored bytes and per-UTC-day counters |
 //! | `NS:{q:ID}:wake` | channel | published to when a message becomes ready |
 //! | `NS:{q:ID}:tokens_used` | hash | token id → last use (ms) |
+//! | `NS:{q:ID}:push` | hash | the queue's push target (projection, `PushRecord`) |
+//! | `NS:{q:ID}:push:log` | list | the last 20 push delivery outcomes, newest first (`DeliveryRecord`) |
 //! | `NS:slug:<slug>` | string | slug → queue id (projection) |
 //! | `NS:token:<sha256>` | hash | token → queue and scopes (projection) |
 //! | `NS:queues` | set | ids of every live queue (projection; the sweeper walks it) |
+//! | `NS:push` | set | ids of the queues with a push target (projection; dispatchers walk it) |
 
 use crate::ids::QueueId;
 
@@ -63,6 +66,12 @@ impl Keys {
 
     pub fn queues(&self) -> String {
         format!("{}:queues", self.ns)
+    }
+
+    /// The set of queue ids that have a push target: every data-plane replica runs a dispatcher
+    /// for each.
+    pub fn push_queues(&self) -> String {
+        format!("{}:push", self.ns)
     }
 
     /// Pattern for the wake-up channels of every queue.
@@ -130,6 +139,14 @@ impl QueueKeys {
     pub fn token_last_used(&self) -> String {
         self.key("tokens_used")
     }
+    /// The queue's push target (`projection::PushRecord`), written by the control plane.
+    pub fn push(&self) -> String {
+        self.key("push")
+    }
+    /// The last push delivery outcomes (`push::DeliveryRecord` JSON), newest first, capped.
+    pub fn push_log(&self) -> String {
+        self.key("push:log")
+    }
     /// Any further per-queue key a role needs (a push cursor, a rate-limit bucket): still tagged.
     pub fn extra(&self, suffix: &str) -> String {
         self.key(suffix)
@@ -156,7 +173,16 @@ mod tests {
         let id = QueueId::new();
         let keys = Keys::new("aqs").queue(id);
         let tag = format!("{{q:{id}}}");
-        for key in [keys.meta(), keys.stream(), keys.lease(), keys.dead_letters(), keys.idempotency("k"), keys.wake()] {
+        for key in [
+            keys.meta(),
+            keys.stream(),
+            keys.lease(),
+            keys.dead_letters(),
+            keys.idempotency("k"),
+            keys.wake(),
+            keys.push(),
+            keys.push_log(),
+        ] {
             assert!(key.starts_with(&format!("aqs:{tag}:")), "{key}");
         }
         assert_eq!(queue_of_wake_channel(&keys.wake()), Some(id));

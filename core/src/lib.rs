@@ -11,6 +11,7 @@ pub mod json;
 pub mod keys;
 pub mod limits;
 pub mod projection;
+pub mod push;
 pub mod receipt;
 pub mod redis_conn;
 pub mod secret;

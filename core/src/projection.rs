@@ -8,8 +8,12 @@
 //! - `NS:slug:<slug>` (string): the queue id.
 //! - `NS:token:<sha256>` (hash, `TokenRecord`): deleted on revocation.
 //! - `NS:queues` (set): ids of live queues.
+//! - `NS:{q:ID}:push` (hash, `PushRecord`) and `NS:push` (set of those queue ids): the queue's push
+//!   target, read by the data plane's dispatchers. It carries the signing secrets (the data plane
+//!   has no PostgreSQL); `Secret` keeps them out of every `Debug` and log line.
 
 use crate::ids::QueueId;
+use crate::secret::Secret;
 use crate::token::{Scope, join_scopes, parse_scopes};
 use std::collections::HashMap;
 
@@ -104,6 +108,90 @@ impl TokenRecord {
     }
 }
 
+/// How a queue's push target is called.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PushMode {
+    /// One POST per message, `{id, queue, payload, attempts}` (spec/push-delivery.md).
+    Message,
+    /// One POST per batch, the Worker-trigger shape (spec/aqs.md).
+    Batch,
+}
+
+impl PushMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Message => "message",
+            Self::Batch => "batch",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "message" => Some(Self::Message),
+            "batch" => Some(Self::Batch),
+            _ => None,
+        }
+    }
+}
+
+/// A queue's push target as the data plane needs it (`NS:{q:ID}:push`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PushRecord {
+    /// The queue's slug: the `queue` field of every request.
+    pub queue: String,
+    pub handler_url: String,
+    pub mode: PushMode,
+    pub messages_per_run: u32,
+    pub wait_seconds: u32,
+    pub timeout_seconds: u32,
+    pub concurrency: u32,
+    /// The current signing secret, `whsec_<base64>`.
+    pub secret: Secret,
+    /// The secret a rotation replaced, still signing alongside until `previous_until_ms`.
+    pub previous_secret: Option<Secret>,
+    pub previous_until_ms: u64,
+}
+
+impl PushRecord {
+    pub fn to_fields(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("v", RECORD_VERSION.to_owned()),
+            ("queue", self.queue.clone()),
+            ("url", self.handler_url.clone()),
+            ("mode", self.mode.as_str().to_owned()),
+            ("per_run", self.messages_per_run.to_string()),
+            ("wait", self.wait_seconds.to_string()),
+            ("timeout", self.timeout_seconds.to_string()),
+            ("concurrency", self.concurrency.to_string()),
+            ("secret", self.secret.expose().to_owned()),
+            ("prev_secret", self.previous_secret.as_ref().map(|s| s.expose().to_owned()).unwrap_or_default()),
+            ("prev_until", self.previous_until_ms.to_string()),
+        ]
+    }
+
+    /// `None` when the record is missing, incomplete or of an unknown version.
+    pub fn from_fields(fields: &HashMap<String, String>) -> Option<Self> {
+        if fields.get("v").map(String::as_str) != Some(RECORD_VERSION) {
+            return None;
+        }
+        let num = |name: &str| fields.get(name)?.parse::<u32>().ok();
+        let previous = fields.get("prev_secret").filter(|s| !s.is_empty()).map(|s| Secret::new(s.clone()));
+        Some(Self {
+            queue: fields.get("queue")?.clone(),
+            handler_url: fields.get("url")?.clone(),
+            mode: PushMode::parse(fields.get("mode")?)?,
+            messages_per_run: num("per_run")?,
+            wait_seconds: num("wait")?,
+            timeout_seconds: num("timeout")?,
+            concurrency: num("concurrency")?,
+            secret: Secret::new(fields.get("secret")?.clone()),
+            previous_secret: previous,
+            previous_until_ms: fields.get("prev_until").and_then(|t| t.parse().ok()).unwrap_or(0),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,5 +213,21 @@ mod tests {
         let token = TokenRecord { token_id: uuid::Uuid::new_v4(), queue: QueueId::new(), scopes: vec![Scope::Send] };
         let fields = token.to_fields().into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
         assert_eq!(TokenRecord::from_fields(&fields), Some(token));
+
+        let push = PushRecord {
+            queue: "emails".into(),
+            handler_url: "https://app.example.com/q".into(),
+            mode: PushMode::Batch,
+            messages_per_run: 10,
+            wait_seconds: 5,
+            timeout_seconds: 30,
+            concurrency: 4,
+            secret: Secret::new("whsec_a"),
+            previous_secret: Some(Secret::new("whsec_b")),
+            previous_until_ms: 42,
+        };
+        let fields = push.to_fields().into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        assert_eq!(PushRecord::from_fields(&fields), Some(push.clone()));
+        assert!(!format!("{push:?}").contains("whsec_a"), "Debug hides the secrets");
     }
 }

@@ -1,6 +1,6 @@
 //! In-process caches of the projection: token hash → token record, slug → queue id, queue id →
-//! settings. Entries live at most `TTL` (500 ms), so a revoked token or a moved slug stops working
-//! within a second on every replica, while a busy token costs no Redis round trip per request.
+//! settings and whether it has a push target. Entries live at most `TTL` (500 ms), so a revoked
+//! token or a moved slug stops working within a second on every replica, while a busy token costs no Redis round trip per request.
 //! Misses are cached too, so a flood of bad tokens does not become a flood of Redis lookups.
 
 use aqs_core::error::ApiResult;
@@ -48,11 +48,12 @@ pub struct AuthCache {
     tokens: TtlMap<String, Option<TokenRecord>>,
     slugs: TtlMap<String, Option<QueueId>>,
     metas: TtlMap<QueueId, Option<QueueMeta>>,
+    push: TtlMap<QueueId, bool>,
 }
 
 impl AuthCache {
     pub fn new(keys: Keys) -> Self {
-        Self { keys, tokens: TtlMap::new(), slugs: TtlMap::new(), metas: TtlMap::new() }
+        Self { keys, tokens: TtlMap::new(), slugs: TtlMap::new(), metas: TtlMap::new(), push: TtlMap::new() }
     }
 
     pub async fn token(
@@ -95,5 +96,15 @@ impl AuthCache {
         let meta = QueueMeta::from_fields(queue, &fields);
         self.metas.insert(queue, meta.clone());
         Ok(meta)
+    }
+
+    /// Whether the queue has a push target (then pull consumers may not lease from it).
+    pub async fn push_enabled(&self, conn: &mut impl redis::aio::ConnectionLike, queue: QueueId) -> ApiResult<bool> {
+        if let Some(hit) = self.push.get(&queue) {
+            return Ok(hit);
+        }
+        let enabled: bool = redis::cmd("HEXISTS").arg(self.keys.queue(queue).push()).arg("v").query_async(conn).await?;
+        self.push.insert(queue, enabled);
+        Ok(enabled)
     }
 }

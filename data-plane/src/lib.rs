@@ -2,7 +2,8 @@
 //!
 //! - [`router`] serves every route under `/queue/v1`; [`queue_routes`] are the per-queue handlers
 //!   alone, written against an extracted [`QueueContext`] so a custom host can serve them at `/`.
-//! - [`spawn_background`] starts the sweeper (timers) and the wake-up subscriber (long polls).
+//! - [`spawn_background`] starts the sweeper (timers), the wake-up subscriber (long polls) and the
+//!   push supervisor ([`push`]: one dispatcher per queue with a push target).
 //! - [`engine`] is the storage layer: one typed method per operation, taking a `QueueId`; the
 //!   console calls it directly.
 
@@ -11,6 +12,7 @@ mod body;
 mod cache;
 pub mod engine;
 mod longpoll;
+pub mod push;
 mod rate_limit;
 mod routes;
 mod state;
@@ -24,11 +26,16 @@ pub use state::DataPlane;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-/// Starts the background tasks of a data-plane process: the sweeper and the wake-up subscriber.
+/// Starts the background tasks of a data-plane process: the sweeper, the wake-up subscriber and
+/// the push supervisor.
 /// Both keep retrying while Redis is away and end when `shutdown` is cancelled.
 pub fn spawn_background(state: &DataPlane, shutdown: CancellationToken) -> Vec<JoinHandle<()>> {
     if state.shutdown.set(shutdown.clone()).is_err() {
         tracing::warn!("spawn_background called twice; long polls follow the first shutdown signal");
     }
-    vec![sweeper::spawn(state.clone(), shutdown.clone()), wake::spawn_subscriber(state, shutdown)]
+    vec![
+        sweeper::spawn(state.clone(), shutdown.clone()),
+        wake::spawn_subscriber(state, shutdown.clone()),
+        push::spawn(state.clone(), shutdown),
+    ]
 }

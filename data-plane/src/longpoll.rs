@@ -17,6 +17,8 @@ const MIN_SLEEP: Duration = Duration::from_millis(5);
 pub struct Consumed {
     pub deliveries: Vec<Delivery>,
     pub lease_ms: u64,
+    /// The queue is paused (so `deliveries` is empty).
+    pub paused: bool,
 }
 
 /// Resolves when the process shuts down; never without a shutdown signal.
@@ -50,20 +52,20 @@ pub async fn consume(
         let next_due_ms = match state.engine.consume(queue, max, lease_ms, now).await? {
             ConsumeOutcome::Delivered { deliveries, lease_ms, next_due_ms } => {
                 if !deliveries.is_empty() {
-                    return Ok(Consumed { deliveries, lease_ms });
+                    return Ok(Consumed { deliveries, lease_ms, paused: false });
                 }
                 next_due_ms
             }
             // A paused queue delivers nothing; answer at once rather than hold the connection.
-            ConsumeOutcome::Paused => return Ok(Consumed { deliveries: Vec::new(), lease_ms }),
+            ConsumeOutcome::Paused => return Ok(Consumed { deliveries: Vec::new(), lease_ms, paused: true }),
             ConsumeOutcome::QueueMissing => return Err(ApiError::not_found("no such queue")),
         };
         let Some(notified_fut) = notified_fut.as_mut().as_pin_mut() else {
-            return Ok(Consumed { deliveries: Vec::new(), lease_ms });
+            return Ok(Consumed { deliveries: Vec::new(), lease_ms, paused: false });
         };
         let current = Instant::now();
         if current >= deadline {
-            return Ok(Consumed { deliveries: Vec::new(), lease_ms });
+            return Ok(Consumed { deliveries: Vec::new(), lease_ms, paused: false });
         }
         let wake_at = match next_due_ms {
             Some(due) => deadline.min(current + Duration::from_millis(due.saturating_sub(now)).max(MIN_SLEEP)),
@@ -72,7 +74,7 @@ pub async fn consume(
         tokio::select! {
             _ = notified_fut => {}
             _ = tokio::time::sleep_until(wake_at) => {}
-            _ = shutting_down(state) => return Ok(Consumed { deliveries: Vec::new(), lease_ms }),
+            _ = shutting_down(state) => return Ok(Consumed { deliveries: Vec::new(), lease_ms, paused: false }),
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use crate::cache::AuthCache;
 use crate::engine::Engine;
+use crate::push::deliver::PushClient;
 use crate::rate_limit::Usage;
 use crate::wake::Waiters;
 use anyhow::Context;
@@ -24,6 +25,8 @@ pub struct DataPlane {
     /// The process's shutdown signal, once `spawn_background` has it: long polls answer at once
     /// when it fires instead of holding graceful shutdown for up to 20 s.
     pub(crate) shutdown: Arc<OnceLock<CancellationToken>>,
+    /// The push dispatchers' HTTP client (SSRF guard on unless `push_allow_private_networks`).
+    pub(crate) push: Arc<PushClient>,
 }
 
 impl DataPlane {
@@ -50,6 +53,7 @@ impl DataPlane {
             waiters: Waiters::default(),
             pubsub_url: config.redis_urls().into_iter().next(),
             shutdown: Arc::new(OnceLock::new()),
+            push: Arc::new(PushClient::new(config.push_allow_private_networks)),
         }
     }
 

@@ -21,6 +21,16 @@ mod longpoll;
 mod manage;
 #[path = "api/publish.rs"]
 mod publish;
+#[path = "api/push_batch.rs"]
+mod push_batch;
+#[path = "api/push_delivery.rs"]
+mod push_delivery;
+#[path = "api/push_guard.rs"]
+mod push_guard;
+#[path = "api/push_handler.rs"]
+mod push_handler;
+#[path = "api/push_replicas.rs"]
+mod push_replicas;
 #[path = "api/recovery.rs"]
 mod recovery;
 #[path = "api/validation.rs"]

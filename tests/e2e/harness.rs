@@ -126,8 +126,14 @@ impl Server {
     }
 
     pub async fn start(database_url: &str, redis_url: &str, namespace: &str) -> Self {
+        Self::start_with_env(database_url, redis_url, namespace, &[]).await
+    }
+
+    /// `start` with further `AQS_…` settings (they override the defaults above, and are kept for
+    /// `restart`), e.g. `AQS_PUSH_ALLOW_PRIVATE_NETWORKS=true` for handlers on loopback.
+    pub async fn start_with_env(database_url: &str, redis_url: &str, namespace: &str, extra: &[(&str, &str)]) -> Self {
         let port = free_port();
-        let env = vec![
+        let mut env = vec![
             ("AQS_HTTP_ADDR".to_owned(), format!("127.0.0.1:{port}")),
             ("AQS_DATABASE_URL".to_owned(), database_url.to_owned()),
             ("AQS_REDIS_URL".to_owned(), redis_url.to_owned()),
@@ -136,6 +142,7 @@ impl Server {
             ("AQS_RECEIPT_SECRET".to_owned(), "e2e-receipt-secret-0123456789abcdefgh".to_owned()),
             ("AQS_LOG".to_owned(), "warn".to_owned()),
         ];
+        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let status = Command::new(env!("CARGO_BIN_EXE_aqs")).arg("migrate").envs(env.iter().cloned()).status().unwrap();
         assert!(status.success(), "aqs migrate failed");
         let mut server = Self { port, env, child: None };

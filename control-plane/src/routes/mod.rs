@@ -1,14 +1,16 @@
 //! The `/api/v1` HTTP routes: thin handlers that parse the request, call the service layer and
 //! shape the answer. Paths are full, so the binary can merge this router with the others.
 
+mod admin;
 mod auth;
 mod path;
+mod push;
 mod queues;
 mod tokens;
 
 use crate::state::ControlPlane;
 use axum::Router;
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
 
 pub fn router(state: ControlPlane) -> Router {
     Router::new()
@@ -21,5 +23,12 @@ pub fn router(state: ControlPlane) -> Router {
         .route("/api/v1/queues/{slug}/resume", post(queues::resume))
         .route("/api/v1/queues/{slug}/tokens", post(tokens::mint).get(tokens::list))
         .route("/api/v1/queues/{slug}/tokens/{id}", delete(tokens::revoke))
+        .route("/api/v1/queues/{slug}/push", put(push::set).get(push::get).delete(push::stop))
+        .route("/api/v1/queues/{slug}/push/rotate-secret", post(push::rotate_secret))
+        .route("/api/v1/queues/{slug}/push/deliveries", get(push::deliveries))
+        .route("/api/v1/push/callback-urls", get(push::callback_urls))
+        .route("/api/v1/admin/members", get(admin::find_member))
+        .route("/api/v1/admin/members/{id}/callback-urls", get(admin::list).post(admin::add))
+        .route("/api/v1/admin/members/{id}/callback-urls/{url_id}", delete(admin::remove))
         .with_state(state)
 }

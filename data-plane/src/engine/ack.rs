@@ -44,14 +44,34 @@ impl Engine {
         for receipt in receipts {
             inv.arg(receipt.stream_id.to_string()).arg(receipt.message.to_string()).arg(receipt.delivery);
         }
-        let codes = ints(self.run(&inv).await?)?;
-        Ok(codes
-            .into_iter()
-            .map(|code| match code {
-                1 => NackResult::Returned,
-                2 => NackResult::DeadLettered,
-                _ => NackResult::LeaseLost,
-            })
-            .collect())
+        Ok(nack_results(ints(self.run(&inv).await?)?))
     }
+
+    /// Dead-letters each receipt's message at once with `reason`, whatever its attempts (a push
+    /// handler's non-retryable answer). Never `Returned`.
+    pub async fn bury(
+        &self,
+        queue: QueueId,
+        receipts: &[Receipt],
+        reason: &str,
+        now_ms: u64,
+    ) -> ApiResult<Vec<NackResult>> {
+        let mut inv = self.invocation(&self.scripts.bury, queue);
+        inv.arg(now_ms).arg(reason).arg(receipts.len());
+        for receipt in receipts {
+            inv.arg(receipt.stream_id.to_string()).arg(receipt.message.to_string()).arg(receipt.delivery);
+        }
+        Ok(nack_results(ints(self.run(&inv).await?)?))
+    }
+}
+
+fn nack_results(codes: Vec<i64>) -> Vec<NackResult> {
+    codes
+        .into_iter()
+        .map(|code| match code {
+            1 => NackResult::Returned,
+            2 => NackResult::DeadLettered,
+            _ => NackResult::LeaseLost,
+        })
+        .collect()
 }

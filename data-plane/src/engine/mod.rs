@@ -24,7 +24,8 @@
 //! deadline to now + delay and marks it in `backoff`; a lease that runs out is simply due. The
 //! next consume claims due leases first (XCLAIM with min-idle 0 bumps the delivery counter); a due
 //! lease whose deliveries reached max attempts is moved to the DLQ instead (reason: the nack's
-//! error, or "visibility timeout expired"), by that consume or by the sweeper. Replay re-adds the
+//! error, or "visibility timeout expired"), by that consume or by the sweeper. `bury` dead-letters a
+//! current delivery at once whatever its attempts (a push handler's non-retryable answer). Replay re-adds the
 //! record to the stream with `n = 0` (attempts reset, same message id, new stream id).
 //!
 //! # Invariants

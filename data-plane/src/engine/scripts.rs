@@ -15,6 +15,7 @@ pub struct Scripts {
     pub consume: Script,
     pub ack: Script,
     pub nack: Script,
+    pub bury: Script,
     pub stats: Script,
     pub peek: Script,
     pub purge: Script,
@@ -31,6 +32,7 @@ impl Scripts {
             consume: script!("consume.lua"),
             ack: script!("ack.lua"),
             nack: script!("nack.lua"),
+            bury: script!("bury.lua"),
             stats: script!("stats.lua"),
             peek: script!("peek.lua"),
             purge: script!("purge.lua"),
@@ -43,12 +45,13 @@ impl Scripts {
 
     /// Every script, for loading them all at start-up (`SCRIPT LOAD` catches a Lua syntax error
     /// before the first request does).
-    pub fn all(&self) -> [&Script; 11] {
+    pub fn all(&self) -> [&Script; 12] {
         [
             &self.publish,
             &self.consume,
             &self.ack,
             &self.nack,
+            &self.bury,
             &self.stats,
             &self.peek,
             &self.purge,

@@ -39,6 +39,13 @@ pub async fn consume(
     raw: Body,
 ) -> ApiResult<Json<Value>> {
     ctx.authorize(&state, &[Scope::Consume], Class::Messages)?;
+    if state.auth.push_enabled(&mut state.engine.conn(), ctx.queue).await? {
+        return Err(ApiError::PushEnabled(
+            "this queue delivers its messages to an HTTP handler (push); consume is refused while push is on. \
+             Stop push (DELETE /api/v1/queues/{slug}/push) to consume"
+                .into(),
+        ));
+    }
     let request: ConsumeRequest = body::parse(&body::read(&headers, raw, SMALL_BODY_LIMIT, true).await?)?;
     let max = request.max_messages.unwrap_or(MAX_MESSAGES_DEFAULT);
     if !(1..=limits::CONSUME_MAX_MESSAGES).contains(&max) {

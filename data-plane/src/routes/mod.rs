@@ -9,7 +9,7 @@ mod dead_letters;
 mod health;
 mod publish;
 mod stats;
-mod views;
+pub(crate) mod views;
 
 use crate::state::DataPlane;
 use axum::Router;

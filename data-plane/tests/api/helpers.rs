@@ -59,8 +59,14 @@ pub async fn spawn_app() -> TestApp {
 
 /// A second process sharing the namespace of another.
 pub async fn spawn_app_in(namespace: &str) -> TestApp {
+    spawn_app_with(namespace, |_| {}).await
+}
+
+/// An app whose configuration `adjust` changed (e.g. the push SSRF guard turned on).
+pub async fn spawn_app_with(namespace: &str, adjust: impl FnOnce(&mut Config)) -> TestApp {
     let url = redis_url();
-    let config = Config::for_tests("", &url, namespace);
+    let mut config = Config::for_tests("", &url, namespace);
+    adjust(&mut config);
     let redis = redis_conn::connect(&[url]).await.expect("test Redis");
     let state = DataPlane::new(&config, redis.clone()).await.expect("data plane");
     start_with(state, redis, namespace).await

@@ -1,0 +1,134 @@
+//! Operator functions: which callback URL prefixes a member may point push handlers at. Each takes
+//! an [`AuthOperator`], which only an operator's session yields (everyone else gets 404 from the
+//! routes, which do not reveal that they exist).
+//!
+//! Removing a prefix also stops push on every queue of the member whose handler URL no longer lies
+//! under a remaining prefix: an authorisation withdrawn is withdrawn now, not at the next change.
+
+use crate::auth::AuthOperator;
+use crate::db_error::db_error;
+use crate::members::{self, Member};
+use crate::projection;
+use crate::push;
+use crate::push_url;
+use crate::state::ControlPlane;
+use crate::timefmt;
+use aqs_core::ids::QueueId;
+use aqs_core::{ApiError, ApiResult};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use uuid::Uuid;
+
+#[derive(Clone, Debug, Serialize, sqlx::FromRow)]
+pub struct CallbackUrl {
+    pub id: Uuid,
+    pub member_id: Uuid,
+    pub prefix: String,
+    #[serde(serialize_with = "timefmt::rfc3339")]
+    pub created_at: DateTime<Utc>,
+}
+
+/// The member with this email, for an operator who knows the email but not the id.
+pub async fn find_member(cp: &ControlPlane, _operator: &AuthOperator, email: &str) -> ApiResult<Member> {
+    members::find_with_hash(cp.db(), email.trim())
+        .await?
+        .map(|(member, _)| member)
+        .ok_or_else(|| ApiError::not_found("no member with this email"))
+}
+
+pub async fn list_callback_urls(
+    cp: &ControlPlane,
+    _operator: &AuthOperator,
+    member: &str,
+) -> ApiResult<Vec<CallbackUrl>> {
+    let member = existing_member(cp, member).await?;
+    sqlx::query_as::<_, CallbackUrl>(
+        "SELECT id, member_id, prefix, created_at FROM callback_urls WHERE member_id = $1 ORDER BY created_at, prefix",
+    )
+    .bind(member)
+    .fetch_all(cp.db())
+    .await
+    .map_err(db_error)
+}
+
+/// Authorises `prefix` (an http or https URL, normalised) for the member; 409 when it already is.
+pub async fn add_callback_url(
+    cp: &ControlPlane,
+    operator: &AuthOperator,
+    member: &str,
+    prefix: &str,
+) -> ApiResult<CallbackUrl> {
+    let member = existing_member(cp, member).await?;
+    let prefix = push_url::parse_prefix(prefix)?;
+    let added = sqlx::query_as::<_, CallbackUrl>(
+        "INSERT INTO callback_urls (id, member_id, prefix) VALUES ($1, $2, $3)
+         RETURNING id, member_id, prefix, created_at",
+    )
+    .bind(Uuid::new_v4())
+    .bind(member)
+    .bind(&prefix)
+    .fetch_one(cp.db())
+    .await
+    .map_err(db_error)?;
+    tracing::info!(operator = %operator.id().as_uuid(), %member, %prefix, "callback URL authorised");
+    Ok(added)
+}
+
+/// Withdraws a prefix, and stops push on the member's queues it no longer covers. Answers with the
+/// slugs of those queues.
+pub async fn remove_callback_url(
+    cp: &ControlPlane,
+    operator: &AuthOperator,
+    member: &str,
+    id: &str,
+) -> ApiResult<Vec<String>> {
+    let member = existing_member(cp, member).await?;
+    let not_found = || ApiError::not_found("no callback URL with this id for this member");
+    let id = Uuid::try_parse(id).map_err(|_| not_found())?;
+    let prefix: String =
+        sqlx::query_scalar("DELETE FROM callback_urls WHERE id = $1 AND member_id = $2 RETURNING prefix")
+            .bind(id)
+            .bind(member)
+            .fetch_optional(cp.db())
+            .await
+            .map_err(db_error)?
+            .ok_or_else(not_found)?;
+    tracing::info!(operator = %operator.id().as_uuid(), %member, %prefix, "callback URL withdrawn");
+    stop_unauthorised(cp, member).await
+}
+
+/// Stops push on each of the member's queues whose handler URL no remaining prefix covers.
+async fn stop_unauthorised(cp: &ControlPlane, member: Uuid) -> ApiResult<Vec<String>> {
+    let prefixes = push::prefixes_of(cp, member).await?;
+    let targets: Vec<(Uuid, String, String)> = sqlx::query_as(
+        "SELECT p.queue_id, q.slug, p.handler_url FROM push_targets p JOIN queues q ON q.id = p.queue_id
+         WHERE q.member_id = $1 AND q.deleted_at IS NULL",
+    )
+    .bind(member)
+    .fetch_all(cp.db())
+    .await
+    .map_err(db_error)?;
+    let mut stopped = Vec::new();
+    for (queue, slug, handler_url) in targets {
+        let covered =
+            url::Url::parse(&handler_url).is_ok_and(|url| prefixes.iter().any(|p| push_url::is_under(&url, p)));
+        if covered {
+            continue;
+        }
+        sqlx::query("DELETE FROM push_targets WHERE queue_id = $1")
+            .bind(queue)
+            .execute(cp.db())
+            .await
+            .map_err(db_error)?;
+        projection::remove_push(&mut cp.redis(), cp.keys(), QueueId(queue)).await.map_err(projection::failed)?;
+        tracing::info!(queue = %QueueId(queue), %slug, "push stopped: its callback URL is no longer authorised");
+        stopped.push(slug);
+    }
+    Ok(stopped)
+}
+
+async fn existing_member(cp: &ControlPlane, member: &str) -> ApiResult<Uuid> {
+    let not_found = || ApiError::not_found("no member with this id");
+    let id = Uuid::try_parse(member).map_err(|_| not_found())?;
+    members::find(cp.db(), id).await?.map(|m| m.id.as_uuid()).ok_or_else(not_found)
+}

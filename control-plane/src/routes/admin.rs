@@ -1,0 +1,87 @@
+//! `/api/v1/admin/…`: operator routes. `AuthOperator` answers 404 to everyone else.
+
+use super::path::ApiPath;
+use crate::admin::{self, CallbackUrl};
+use crate::auth::AuthOperator;
+use crate::members::Member;
+use crate::state::ControlPlane;
+use aqs_core::{ApiError, ApiJson, ApiResult};
+use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+
+pub(super) struct EmailQuery {
+    email: Option<String>,
+}
+
+/// `email=…` from a raw query string, percent-decoded.
+fn email_param(query: Option<&str>) -> EmailQuery {
+    let email = url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .find(|(key, _)| key == "email")
+        .map(|(_, value)| value.into_owned());
+    EmailQuery { email }
+}
+
+#[derive(Serialize)]
+pub(super) struct MemberBody {
+    member: Member,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct NewCallbackUrl {
+    prefix: String,
+}
+
+#[derive(Serialize)]
+pub(super) struct CallbackUrlBody {
+    callback_url: CallbackUrl,
+}
+
+#[derive(Serialize)]
+pub(super) struct CallbackUrlList {
+    callback_urls: Vec<CallbackUrl>,
+}
+
+#[derive(Serialize)]
+pub(super) struct Removed {
+    /// Queues whose push stopped because their handler URL is no longer authorised.
+    push_stopped: Vec<String>,
+}
+
+/// `GET /api/v1/admin/members?email=…`.
+pub(super) async fn find_member(
+    State(cp): State<ControlPlane>,
+    operator: AuthOperator,
+    RawQuery(query): RawQuery,
+) -> ApiResult<ApiJson<MemberBody>> {
+    let parsed: EmailQuery = email_param(query.as_deref());
+    let email = parsed.email.ok_or_else(|| ApiError::invalid("email: give ?email=…"))?;
+    Ok(ApiJson(MemberBody { member: admin::find_member(&cp, &operator, &email).await? }))
+}
+
+pub(super) async fn list(
+    State(cp): State<ControlPlane>,
+    operator: AuthOperator,
+    ApiPath(member): ApiPath<String>,
+) -> ApiResult<ApiJson<CallbackUrlList>> {
+    Ok(ApiJson(CallbackUrlList { callback_urls: admin::list_callback_urls(&cp, &operator, &member).await? }))
+}
+
+pub(super) async fn add(
+    State(cp): State<ControlPlane>,
+    operator: AuthOperator,
+    ApiPath(member): ApiPath<String>,
+    ApiJson(input): ApiJson<NewCallbackUrl>,
+) -> ApiResult<(StatusCode, ApiJson<CallbackUrlBody>)> {
+    let added = admin::add_callback_url(&cp, &operator, &member, &input.prefix).await?;
+    Ok((StatusCode::CREATED, ApiJson(CallbackUrlBody { callback_url: added })))
+}
+
+pub(super) async fn remove(
+    State(cp): State<ControlPlane>,
+    operator: AuthOperator,
+    ApiPath((member, id)): ApiPath<(String, String)>,
+) -> ApiResult<ApiJson<Removed>> {
+    Ok(ApiJson(Removed { push_stopped: admin::remove_callback_url(&cp, &operator, &member, &id).await? }))
+}

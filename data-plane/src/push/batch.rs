@@ -1,0 +1,143 @@
+//! Batch mode, the Worker-trigger contract of spec/aqs.md: one POST per batch,
+//! `{"queue", "messages": [{id, body | body_base64, content_type, attributes, attempts, timestamp}]}`
+//! signed with a fresh batch id as `webhook-id`. A 2xx acknowledges every message its body does
+//! not name in `retry` (or all of them are retried with `retry_all`); anything else retries the
+//! whole batch with backoff. `attempts` here counts this delivery (1 on the first), like a
+//! consumer's `message.attempts`.
+
+use super::backoff;
+use super::deliver::{Answer, Attempt};
+use super::log;
+use super::message::{nack_outcome, receipt};
+use super::outcome::{self, BatchVerdict};
+use super::settings::PushSettings;
+use crate::engine::Delivery;
+use crate::routes::views::{attributes, base64};
+use crate::state::DataPlane;
+use aqs_core::error::ApiResult;
+use aqs_core::ids::MessageId;
+use aqs_core::push::{DeliveryOutcome, DeliveryRecord};
+use aqs_core::receipt::Receipt;
+use aqs_core::time::{now_ms, rfc3339};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// A 2xx batch answer is read up to this many bytes for its `retry` list.
+const REPLY_MAX_BYTES: usize = 1 << 20;
+
+pub fn body(settings: &PushSettings, deliveries: &[Delivery]) -> Vec<u8> {
+    let messages: Vec<Value> = deliveries
+        .iter()
+        .map(|d| {
+            let mut entry = json!({
+                "id": d.message.to_string(),
+                "content_type": d.content_type,
+                "attributes": attributes(&d.attributes),
+                "attempts": d.attempts,
+                "timestamp": rfc3339(d.published_at_ms),
+            });
+            match std::str::from_utf8(&d.body) {
+                Ok(text) => entry["body"] = json!(text),
+                Err(_) => entry["body_base64"] = json!(base64(&d.body)),
+            }
+            entry
+        })
+        .collect();
+    serde_json::to_vec(&json!({ "queue": settings.record.queue, "messages": messages }))
+        .expect("a JSON value serialises")
+}
+
+/// Delivers one leased batch and settles every lease in it.
+pub async fn deliver(state: &DataPlane, settings: &PushSettings, deliveries: Vec<Delivery>) {
+    let batch_id = MessageId::new().to_string();
+    let attempt = state.push.send(settings, &batch_id, body(settings, &deliveries), REPLY_MAX_BYTES).await;
+    let verdict = outcome::batch(&attempt.answer);
+    match apply(state, settings, &deliveries, &verdict).await {
+        Ok(outcome) => {
+            log::record(state, settings.queue, &record(&attempt, &batch_id, deliveries.len(), outcome, &verdict)).await
+        }
+        Err(err) => tracing::warn!(error = %err, queue = %settings.queue, "cannot settle a push batch"),
+    }
+}
+
+/// Applies a batch verdict: what summarises the batch for the log.
+pub async fn apply(
+    state: &DataPlane,
+    settings: &PushSettings,
+    deliveries: &[Delivery],
+    verdict: &BatchVerdict,
+) -> ApiResult<DeliveryOutcome> {
+    let now = now_ms();
+    let engine = &state.engine;
+    match verdict {
+        BatchVerdict::AckAll => {
+            let receipts: Vec<Receipt> = deliveries.iter().map(|d| receipt(settings, d)).collect();
+            let acked = engine.ack(settings.queue, &receipts, now).await?;
+            Ok(if acked.iter().all(|ok| *ok) { DeliveryOutcome::Acked } else { DeliveryOutcome::LeaseLost })
+        }
+        BatchVerdict::RetryAll { after, reason } => {
+            let mut worst = DeliveryOutcome::Retried;
+            for d in deliveries {
+                let delay = after.unwrap_or_else(|| backoff::delay(d.attempts));
+                let result = retry_one(state, settings, d, delay, reason).await?;
+                if result != DeliveryOutcome::Retried {
+                    worst = result;
+                }
+            }
+            Ok(worst)
+        }
+        BatchVerdict::Partial { retry } => {
+            let (again, done): (Vec<&Delivery>, Vec<&Delivery>) =
+                deliveries.iter().partition(|d| retry.contains_key(&d.message.to_string()));
+            let receipts: Vec<Receipt> = done.iter().map(|d| receipt(settings, d)).collect();
+            if !receipts.is_empty() {
+                engine.ack(settings.queue, &receipts, now).await?;
+            }
+            for d in again {
+                let delay = retry[&d.message.to_string()].unwrap_or_else(|| backoff::delay(d.attempts));
+                retry_one(state, settings, d, delay, "handler asked for a retry").await?;
+            }
+            Ok(DeliveryOutcome::PartiallyRetried)
+        }
+    }
+}
+
+async fn retry_one(
+    state: &DataPlane,
+    settings: &PushSettings,
+    delivery: &Delivery,
+    delay: Duration,
+    reason: &str,
+) -> ApiResult<DeliveryOutcome> {
+    let receipt = receipt(settings, delivery);
+    let result = state.engine.nack(settings.queue, &[receipt], delay.as_millis() as u64, reason, now_ms()).await?;
+    Ok(nack_outcome(result.first().copied().unwrap_or(crate::engine::NackResult::LeaseLost)))
+}
+
+fn record(
+    attempt: &Attempt,
+    id: &str,
+    messages: usize,
+    outcome: DeliveryOutcome,
+    verdict: &BatchVerdict,
+) -> DeliveryRecord {
+    let status = match &attempt.answer {
+        Answer::Status { status, .. } => Some(*status),
+        _ => None,
+    };
+    let detail = match verdict {
+        BatchVerdict::AckAll => String::new(),
+        BatchVerdict::Partial { retry } => format!("{} of {messages} returned for a retry", retry.len()),
+        BatchVerdict::RetryAll { reason, .. } => reason.chars().take(200).collect(),
+    };
+    DeliveryRecord {
+        v: 1,
+        at_ms: attempt.sent_at_ms,
+        message_id: id.to_owned(),
+        messages: messages as u32,
+        status,
+        latency_ms: attempt.latency.as_millis() as u64,
+        outcome,
+        detail,
+    }
+}

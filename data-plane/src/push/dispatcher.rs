@@ -1,0 +1,142 @@
+//! One dispatcher per pushed queue per replica: lease, hand each lease to a delivery task, repeat.
+//!
+//! It leases exactly as a consumer does (the engine's consume, under a lease of the handler's
+//! timeout plus a margin), so replicas never deliver one message twice at once, and a dispatcher
+//! that dies mid-delivery leaves leases that simply run out and come back. It waits for messages
+//! with the long-poll machinery (woken by publishes, nacks and due delays, never a timer poll), and
+//! at most `concurrency` requests of a queue are in flight per replica: each holds a semaphore
+//! permit from lease to settlement.
+
+use super::settings::PushSettings;
+use super::{batch, message};
+use crate::engine::Delivery;
+use crate::longpoll;
+use crate::state::DataPlane;
+use aqs_core::error::ApiError;
+use aqs_core::limits::LONG_POLL_MAX_SECS;
+use aqs_core::projection::PushMode;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// How long one wait for a first message lasts before the loop looks around again.
+const POLL: Duration = Duration::from_secs(LONG_POLL_MAX_SECS as u64);
+/// The pause after a paused queue or a Redis error, before leasing again.
+const IDLE: Duration = Duration::from_secs(1);
+
+/// What one leasing step found.
+#[derive(Debug)]
+pub enum Leased {
+    Messages(Vec<Delivery>),
+    /// Nothing became ready within the wait.
+    Nothing,
+    Paused,
+    Failed(ApiError),
+}
+
+/// Runs until `stop` is cancelled (push stopped or changed, or the process shuts down). In-flight
+/// deliveries finish on their own.
+pub async fn run(state: DataPlane, settings: PushSettings, stop: CancellationToken) {
+    let settings = Arc::new(settings);
+    let permits = Arc::new(Semaphore::new(settings.concurrency()));
+    let mut failing = false;
+    tracing::info!(queue = %settings.queue, mode = settings.mode().as_str(), "push dispatcher started");
+    loop {
+        let first = tokio::select! {
+            permit = permits.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
+            _ = stop.cancelled() => break,
+        };
+        let mut held = vec![first];
+        let want = match settings.mode() {
+            PushMode::Message => {
+                while let Ok(permit) = permits.clone().try_acquire_owned() {
+                    held.push(permit);
+                }
+                held.len() as u32
+            }
+            PushMode::Batch => settings.record.messages_per_run,
+        };
+        let leased = tokio::select! {
+            leased = lease(&state, &settings, want) => leased,
+            _ = stop.cancelled() => break,
+        };
+        match leased {
+            Leased::Messages(deliveries) => {
+                failing = false;
+                dispatch(&state, &settings, deliveries, held);
+            }
+            Leased::Nothing => {}
+            Leased::Paused => idle(&stop).await,
+            Leased::Failed(err) => {
+                if !failing {
+                    tracing::warn!(error = %err, queue = %settings.queue, "push dispatcher cannot lease; retrying");
+                    failing = true;
+                }
+                idle(&stop).await;
+            }
+        }
+    }
+    tracing::info!(queue = %settings.queue, "push dispatcher stopped");
+}
+
+async fn idle(stop: &CancellationToken) {
+    tokio::select! {
+        _ = tokio::time::sleep(IDLE) => {}
+        _ = stop.cancelled() => {}
+    }
+}
+
+/// Leases up to `want` messages, waiting for the first; in batch mode then keeps filling the batch
+/// for up to the target's `wait_seconds`.
+pub async fn lease(state: &DataPlane, settings: &PushSettings, want: u32) -> Leased {
+    let lease_ms = settings.lease_ms();
+    let mut got = match longpoll::consume(state, settings.queue, want, lease_ms, POLL).await {
+        Ok(consumed) if consumed.paused => return Leased::Paused,
+        Ok(consumed) if consumed.deliveries.is_empty() => return Leased::Nothing,
+        Ok(consumed) => consumed.deliveries,
+        Err(err) => return Leased::Failed(err),
+    };
+    let fill_until = Instant::now() + settings.fill_wait();
+    while (got.len() as u32) < want {
+        let left = fill_until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        match longpoll::consume(state, settings.queue, want - got.len() as u32, lease_ms, left).await {
+            Ok(more) if !more.deliveries.is_empty() => got.extend(more.deliveries),
+            // Paused, empty or failing: send what we hold; its leases are already running.
+            _ => break,
+        }
+    }
+    Leased::Messages(got)
+}
+
+/// Starts the delivery tasks: one per message (each with its permit) or one per batch.
+fn dispatch(
+    state: &DataPlane,
+    settings: &Arc<PushSettings>,
+    deliveries: Vec<Delivery>,
+    mut held: Vec<OwnedSemaphorePermit>,
+) {
+    match settings.mode() {
+        PushMode::Message => {
+            for delivery in deliveries {
+                let permit = held.pop();
+                let (state, settings) = (state.clone(), settings.clone());
+                tokio::spawn(async move {
+                    message::deliver(&state, &settings, delivery).await;
+                    drop(permit);
+                });
+            }
+        }
+        PushMode::Batch => {
+            let (state, settings) = (state.clone(), settings.clone());
+            tokio::spawn(async move {
+                batch::deliver(&state, &settings, deliveries).await;
+                drop(held);
+            });
+        }
+    }
+}

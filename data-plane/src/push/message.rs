@@ -1,0 +1,127 @@
+//! Message mode: one POST per message, `{"id", "queue", "payload", "attempts"}` as
+//! spec/push-delivery.md describes it, then the verdict applied to the message's lease.
+//!
+//! `payload` is the body as a string (a producer's `JSON.stringify`'d payload arrives as that JSON
+//! text), or `payload_base64` for a body that is not UTF-8. `attempts` counts the previous
+//! deliveries (0 on the first), where the engine counts this one: hence the `- 1`.
+
+use super::backoff;
+use super::deliver::Attempt;
+use super::log;
+use super::outcome::{self, Verdict};
+use super::settings::PushSettings;
+use crate::engine::{Delivery, NackResult};
+use crate::state::DataPlane;
+use aqs_core::error::ApiResult;
+use aqs_core::push::{DeliveryOutcome, DeliveryRecord, REASON_BODY_BYTES};
+use aqs_core::receipt::Receipt;
+use aqs_core::time::now_ms;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::json;
+
+/// The request body for one delivery.
+pub fn body(settings: &PushSettings, delivery: &Delivery) -> Vec<u8> {
+    let attempts = delivery.attempts.saturating_sub(1);
+    let value = match std::str::from_utf8(&delivery.body) {
+        Ok(text) => json!({
+            "id": delivery.message.to_string(),
+            "queue": settings.record.queue,
+            "payload": text,
+            "attempts": attempts,
+        }),
+        Err(_) => json!({
+            "id": delivery.message.to_string(),
+            "queue": settings.record.queue,
+            "payload_base64": STANDARD.encode(&delivery.body),
+            "attempts": attempts,
+        }),
+    };
+    serde_json::to_vec(&value).expect("a JSON value serialises")
+}
+
+/// Delivers one leased message and settles its lease: send, judge, apply, log.
+pub async fn deliver(state: &DataPlane, settings: &PushSettings, delivery: Delivery) {
+    let id = delivery.message.to_string();
+    let attempt = state.push.send(settings, &id, body(settings, &delivery), REASON_BODY_BYTES).await;
+    let verdict = outcome::message(&attempt.answer);
+    let outcome = match apply(state, settings, &delivery, &verdict).await {
+        Ok(outcome) => outcome,
+        Err(err) => {
+            // The lease runs out and the message comes back: nothing is lost.
+            tracing::warn!(error = %err, queue = %settings.queue, message = %id, "cannot settle a push delivery");
+            return;
+        }
+    };
+    log::record(state, settings.queue, &record(&attempt, &id, 1, outcome, &verdict)).await;
+}
+
+/// Applies a verdict to one delivery's lease.
+pub async fn apply(
+    state: &DataPlane,
+    settings: &PushSettings,
+    delivery: &Delivery,
+    verdict: &Verdict,
+) -> ApiResult<DeliveryOutcome> {
+    let receipt = receipt(settings, delivery);
+    let now = now_ms();
+    let engine = &state.engine;
+    let result = match verdict {
+        Verdict::Ack => {
+            let acked = engine.ack(settings.queue, std::slice::from_ref(&receipt), now).await?;
+            return Ok(if acked.first() == Some(&true) { DeliveryOutcome::Acked } else { DeliveryOutcome::LeaseLost });
+        }
+        Verdict::Retry { after, reason } => {
+            let delay = after.unwrap_or_else(|| backoff::delay(delivery.attempts));
+            engine.nack(settings.queue, &[receipt], delay.as_millis() as u64, reason, now).await?
+        }
+        Verdict::Dead { reason } => engine.bury(settings.queue, &[receipt], reason, now).await?,
+    };
+    Ok(nack_outcome(result.first().copied().unwrap_or(NackResult::LeaseLost)))
+}
+
+pub fn nack_outcome(result: NackResult) -> DeliveryOutcome {
+    match result {
+        NackResult::Returned => DeliveryOutcome::Retried,
+        NackResult::DeadLettered => DeliveryOutcome::DeadLettered,
+        NackResult::LeaseLost => DeliveryOutcome::LeaseLost,
+    }
+}
+
+/// The engine's proof of this lease (never sent anywhere, so never encoded).
+pub fn receipt(settings: &PushSettings, delivery: &Delivery) -> Receipt {
+    Receipt {
+        queue: settings.queue,
+        stream_id: delivery.stream_id,
+        message: delivery.message,
+        delivery: delivery.attempts,
+        expires_at_ms: u64::MAX,
+    }
+}
+
+pub fn record(
+    attempt: &Attempt,
+    id: &str,
+    messages: u32,
+    outcome: DeliveryOutcome,
+    verdict: &Verdict,
+) -> DeliveryRecord {
+    let status = match &attempt.answer {
+        super::deliver::Answer::Status { status, .. } => Some(*status),
+        _ => None,
+    };
+    let detail = match verdict {
+        Verdict::Ack => String::new(),
+        Verdict::Retry { reason, .. } | Verdict::Dead { reason } => reason.chars().take(200).collect(),
+    };
+    DeliveryRecord {
+        v: 1,
+        at_ms: attempt.sent_at_ms,
+        message_id: id.to_owned(),
+        messages,
+        status,
+        latency_ms: attempt.latency.as_millis() as u64,
+        outcome,
+        detail,
+    }
+}
