@@ -1,0 +1,93 @@
+//! How long and how big each scenario runs: `full` (infra/bench, under 15 minutes), `quick`
+//! (`infra/bench --quick`, under 3 minutes) and `smoke` (about a second each, from the
+//! end-to-end tests, so the bench cannot rot).
+
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct Scale {
+    /// Ramp before each measured window; not counted.
+    pub warmup: Duration,
+    /// Single publish, for the floor and then for AQS.
+    pub publish: Duration,
+    pub single_connections: usize,
+    /// Open-loop publish latency at half the measured peak.
+    pub open_loop: Duration,
+    pub batch: Duration,
+    pub batch_connections: usize,
+    /// Steady consume + ack with a producer keeping depth flat.
+    pub consume: Duration,
+    pub consumers: usize,
+    pub producers: usize,
+    pub depth: usize,
+    /// Sequential publish → long-poll receive trips.
+    pub wakeups: usize,
+    /// Ready messages stored to measure memory per message.
+    pub memory_messages: usize,
+    /// Idle long polls held at once, over `idle_queues` queues, and wake-ups sent to them.
+    pub idle_polls: usize,
+    pub idle_queues: usize,
+    pub idle_wakeups: usize,
+    /// Requests watched with MONITOR to tell client commands from script commands.
+    pub calibration_requests: usize,
+}
+
+impl Scale {
+    pub fn full() -> Self {
+        Self {
+            warmup: Duration::from_secs(2),
+            publish: Duration::from_secs(15),
+            single_connections: 64,
+            open_loop: Duration::from_secs(15),
+            batch: Duration::from_secs(15),
+            batch_connections: 8,
+            consume: Duration::from_secs(20),
+            consumers: 4,
+            producers: 2,
+            depth: 20_000,
+            wakeups: 1000,
+            memory_messages: 100_000,
+            idle_polls: 10_000,
+            idle_queues: 10,
+            idle_wakeups: 500,
+            calibration_requests: 200,
+        }
+    }
+
+    pub fn quick() -> Self {
+        Self {
+            warmup: Duration::from_millis(500),
+            publish: Duration::from_secs(5),
+            open_loop: Duration::from_secs(5),
+            batch: Duration::from_secs(5),
+            consume: Duration::from_secs(6),
+            depth: 10_000,
+            wakeups: 200,
+            memory_messages: 20_000,
+            idle_wakeups: 200,
+            calibration_requests: 50,
+            ..Self::full()
+        }
+    }
+
+    pub fn smoke() -> Self {
+        Self {
+            warmup: Duration::from_millis(200),
+            publish: Duration::from_secs(1),
+            single_connections: 8,
+            open_loop: Duration::from_secs(1),
+            batch: Duration::from_secs(1),
+            batch_connections: 2,
+            consume: Duration::from_secs(1),
+            consumers: 2,
+            producers: 1,
+            depth: 500,
+            wakeups: 20,
+            memory_messages: 1000,
+            idle_polls: 200,
+            idle_queues: 2,
+            idle_wakeups: 20,
+            calibration_requests: 10,
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! The scenarios of DESIGN.md's Performance section, one file each, sharing a `Ctx`: the service,
+//! the floor, Redis, the bench member's queues and the scale. Each returns its rows; a failure
+//! becomes a row with `error` set rather than stopping the run.
+
+pub mod consume_ack;
+pub mod idle_polls;
+pub mod memory;
+pub mod open_loop;
+pub mod publish_batch;
+pub mod publish_single;
+pub mod redis_cost;
+pub mod wakeup;
+
+use crate::Options;
+use crate::api::{BenchQueue, Tenancy};
+use crate::bullmq::BullmqResults;
+use crate::client::Target;
+use crate::scale::Scale;
+
+pub struct Ctx {
+    pub target: Target,
+    pub floor: Option<Target>,
+    pub redis_url: String,
+    pub aqs_pid: Option<u32>,
+    pub bullmq: Option<BullmqResults>,
+    pub scale: Scale,
+    tenancy: Tenancy,
+    /// Peak single-publish rate measured by `publish_single`, for the open-loop run.
+    pub peak_single: Option<f64>,
+}
+
+impl Ctx {
+    pub async fn new(options: &Options) -> anyhow::Result<Self> {
+        let target = Target::parse(&options.base_url).await?;
+        let floor = match &options.floor_url {
+            Some(url) => Some(Target::parse(url).await?),
+            None => None,
+        };
+        let tenancy = Tenancy::new(&target).await?;
+        Ok(Self {
+            target,
+            floor,
+            redis_url: options.redis_url.clone(),
+            aqs_pid: options.aqs_pid,
+            bullmq: options.bullmq.clone(),
+            scale: options.scale.clone(),
+            tenancy,
+            peak_single: None,
+        })
+    }
+
+    /// A fresh queue with `tokens` tokens.
+    pub async fn queue(&mut self, name: &str, tokens: usize) -> anyhow::Result<BenchQueue> {
+        self.tenancy.queue(name, tokens).await
+    }
+
+    pub fn bullmq(&self, scenario: &str) -> Option<f64> {
+        self.bullmq.as_ref().and_then(|b| b.get(scenario))
+    }
+}
+
+/// Says what is running, on stderr (stdout carries the table and JSON lines).
+pub fn progress(what: &str) {
+    eprintln!("  - {what}");
+}
