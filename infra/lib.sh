@@ -72,6 +72,8 @@ daemonize no
 appendonly yes
 appendfsync ${AQS_REDIS_APPENDFSYNC:-everysec}
 maxmemory-policy noeviction
+# Rewrite the AOF less often than the default 64 MiB: each rewrite forks and competes for the CPU.
+auto-aof-rewrite-min-size 512mb
 save ""
 logfile $dir/redis.log
 CONF

@@ -125,6 +125,11 @@ impl Server {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// The process id of the running `aqs serve`.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("the server is running").id()
+    }
+
     pub async fn start(database_url: &str, redis_url: &str, namespace: &str) -> Self {
         Self::start_with_env(database_url, redis_url, namespace, &[]).await
     }

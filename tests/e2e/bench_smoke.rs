@@ -1,0 +1,32 @@
+//! Every benchmark scenario for about a second against the real binary, so `infra/bench` cannot
+//! rot. It checks that each scenario ran and measured something, never how fast: timings on a
+//! shared machine are noise, and speed targets live in `infra/bench`.
+
+use crate::harness::{Redis, Server, fresh_database};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_bench_scenario_runs_against_the_service() {
+    let redis = Redis::start("everysec");
+    let server = Server::start(&fresh_database().await, &redis.url(), "bench").await;
+    let results = aqs_bench::smoke(&server.base(), &redis.url(), server.pid()).await.expect("the bench runs");
+    let names: Vec<&str> = results.iter().map(|r| r.scenario.as_str()).collect();
+    for expected in [
+        "publish_single",
+        "publish_batch_100",
+        "consume_ack_100",
+        "long_poll_wakeup",
+        "memory_per_message",
+        "idle_long_polls_held",
+        "publish_single_open_loop",
+    ] {
+        assert!(names.contains(&expected), "scenario {expected} missing from {names:?}");
+    }
+    for result in &results {
+        assert!(result.error.is_none(), "{} failed: {:?}", result.scenario, result.error);
+        assert!(
+            result.aqs.is_some_and(|v| v.is_finite() && v >= 0.0),
+            "{} measured nothing: {result:?}",
+            result.scenario
+        );
+    }
+}
