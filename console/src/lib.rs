@@ -1,19 +1,65 @@
-//! The web console for members, served at `/`. Renders server-side over the control plane (members,
-//! queues, tokens) and the data-plane engine (depth, stats, dead letters).
+//! The web console for members, served at `/`: server-rendered askama pages over the control plane
+//! (members, queues, tokens) and the data-plane engine (depth, stats, peek, dead letters).
+//!
+//! Every page works without JavaScript. `static/console.js` only adds small enhancements: the copy
+//! button, the live slug preview and the Overview refreshing a fragment instead of the whole page.
+//!
+//! The layers:
+//! - [`router`] mounts the pages and the static assets, behind two layers: the CSRF guard (every
+//!   POST) and the response headers (no caching of pages, no framing, a strict CSP);
+//! - `extract`: who is asking (`Visitor`, `CurrentMember`) and the posted form;
+//! - `pages/`: one module per page or tab, each calling the control plane's service functions with
+//!   the member id first, so a member only ever reaches their own queues.
+
+mod assets;
+mod chart;
+mod cookies;
+mod csrf;
+mod error;
+mod extract;
+mod fields;
+mod flash;
+mod format;
+mod headers;
+mod layout;
+mod pages;
+mod preview;
+mod signer;
+mod state;
+mod tabs;
 
 use aqs_control_plane::ControlPlane;
 use aqs_core::config::Config;
 use aqs_data_plane::DataPlane;
 use axum::Router;
-use axum::response::Html;
-use axum::routing::get;
+use axum::middleware;
+use axum::routing::{get, post};
 
-/// The console's routes.
-pub fn router(config: &Config, _control: ControlPlane, _data: DataPlane) -> Router {
-    let page = format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>AQS</title></head>\
-         <body><h1>AQS</h1><p>The API is at <code>{}/queue/v1</code>.</p></body></html>",
-        config.public_url
-    );
-    Router::new().route("/", get(move || async move { Html(page) }))
+pub use tabs::Tab;
+
+/// The console's routes, to be merged into the binary's router.
+pub fn router(config: &Config, control: ControlPlane, data: DataPlane) -> Router {
+    let state = state::ConsoleState::new(config, control, data.engine.clone());
+    Router::new()
+        .route("/", get(pages::queue_list::show))
+        .route("/signup", get(pages::auth::signup_form).post(pages::auth::signup))
+        .route("/login", get(pages::auth::login_form).post(pages::auth::login))
+        .route("/logout", post(pages::auth::logout))
+        .route("/new", get(pages::create_queue::form).post(pages::create_queue::submit))
+        .route("/new/slug", get(pages::create_queue::slug_preview))
+        .route("/queues/{slug}", get(pages::overview::show))
+        .route("/queues/{slug}/live", get(pages::overview::live))
+        .route("/queues/{slug}/messages", get(pages::messages::show))
+        .route("/queues/{slug}/tokens", get(pages::tokens::show).post(pages::tokens::create))
+        .route("/queues/{slug}/tokens/{id}/revoke", get(pages::tokens::confirm_revoke).post(pages::tokens::revoke))
+        .route("/queues/{slug}/dead-letters", get(pages::dead_letters::show))
+        .route("/queues/{slug}/dead-letters/{action}", get(pages::dead_letters::confirm).post(pages::dead_letters::act))
+        .route("/queues/{slug}/settings", get(pages::settings::show).post(pages::settings::update))
+        .route("/queues/{slug}/pause", post(pages::settings::pause))
+        .route("/queues/{slug}/resume", post(pages::settings::resume))
+        .route("/queues/{slug}/delete", post(pages::settings::delete))
+        .route("/static/{file}", get(assets::serve))
+        .layer(middleware::from_fn_with_state(state.clone(), csrf::guard))
+        .layer(middleware::from_fn_with_state(state.clone(), headers::page_headers))
+        .with_state(state)
 }

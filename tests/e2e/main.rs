@@ -1,5 +1,11 @@
 //! End-to-end tests of the real `aqs` binary against a real Redis and PostgreSQL: what must hold
-//! when processes die. A checker labels every message lost, duplicated or unexpected.
+//! when processes die (a checker labels every message lost, duplicated or unexpected), and the
+//! console driven in a real browser.
 
+mod bench_smoke;
+mod console_journey;
 mod harness;
+mod push;
+mod readme;
 mod reliability;
+mod startup;

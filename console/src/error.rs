@@ -1,0 +1,81 @@
+//! `ConsoleError`: what can go wrong on a console page, rendered once as an HTML error page (or,
+//! for a logged-out visitor, a redirect to log in). Server faults are logged here and shown as an
+//! opaque message; the control plane's error text is shown only for client mistakes.
+
+use crate::flash;
+use crate::layout::Chrome;
+use aqs_core::ApiError;
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+#[derive(Debug)]
+pub(crate) enum ConsoleError {
+    /// Not logged in, or the session expired: go to the log-in page.
+    LoginRequired,
+    /// No such page, or a queue or token of another member (never revealed).
+    NotFound,
+    /// A POST without a valid CSRF token.
+    Csrf,
+    BadRequest(String),
+    Unavailable,
+    Internal(anyhow::Error),
+}
+
+pub(crate) type PageResult<T = Response> = Result<T, ConsoleError>;
+
+impl From<ApiError> for ConsoleError {
+    fn from(err: ApiError) -> Self {
+        match err {
+            ApiError::Unauthorized(_) => Self::LoginRequired,
+            ApiError::NotFound(_) => Self::NotFound,
+            ApiError::ServiceUnavailable { .. } => Self::Unavailable,
+            ApiError::Internal(err) => Self::Internal(err),
+            other if other.status().is_client_error() => Self::BadRequest(other.to_string()),
+            other => Self::Internal(anyhow::Error::new(other)),
+        }
+    }
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "error.html")]
+struct ErrorPage {
+    chrome: Chrome,
+    heading: &'static str,
+    message: String,
+}
+
+impl IntoResponse for ConsoleError {
+    fn into_response(self) -> Response {
+        let (status, heading, message) = match self {
+            Self::LoginRequired => return flash::see_other("/login"),
+            Self::NotFound => {
+                (StatusCode::NOT_FOUND, "Not found", "There is nothing here, or it is not yours to see.".to_owned())
+            }
+            Self::Csrf => (
+                StatusCode::FORBIDDEN,
+                "The form has expired",
+                "This form was not sent from a page of this console, or your session changed since it was \
+                 shown. Go back, reload the page and try again."
+                    .to_owned(),
+            ),
+            Self::BadRequest(message) => (StatusCode::BAD_REQUEST, "That did not work", message),
+            Self::Unavailable => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Temporarily unavailable",
+                "The service cannot reach its storage right now. Try again in a few seconds.".to_owned(),
+            ),
+            Self::Internal(err) => {
+                tracing::error!(error = ?err, "console: internal error");
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "Something went wrong",
+                    "An internal error occurred; it has been logged. Try again shortly.".to_owned(),
+                )
+            }
+        };
+        let page = ErrorPage { chrome: Chrome::bare(heading), heading, message };
+        (status, page).into_response()
+    }
+}

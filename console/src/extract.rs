@@ -1,0 +1,93 @@
+//! Extractors: who is asking and what they posted.
+//!
+//! - [`Visitor`]: anyone; their cookies, whether the request came over TLS, and the flash message;
+//! - [`CurrentMember`]: a logged-in member (the session cookie verified by the control plane), or
+//!   a redirect to the log-in page;
+//! - [`FormData`]: the posted fields, by name (the CSRF guard has already checked the token).
+
+use crate::cookies::{self, Cookies};
+use crate::csrf;
+use crate::error::ConsoleError;
+use crate::flash;
+use crate::layout::Chrome;
+use crate::state::ConsoleState;
+use aqs_control_plane::{MemberId, auth};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use std::convert::Infallible;
+
+pub(crate) struct Visitor {
+    pub cookies: Cookies,
+    pub secure: bool,
+    pub flash: Option<String>,
+}
+
+impl FromRequestParts<ConsoleState> for Visitor {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &ConsoleState) -> Result<Self, Self::Rejection> {
+        let cookies = Cookies::from_headers(&parts.headers);
+        let flash = cookies.get(cookies::FLASH).and_then(|value| flash::decode(state, value));
+        Ok(Self { secure: cookies::is_secure(state.https(), &parts.headers), cookies, flash })
+    }
+}
+
+pub(crate) struct CurrentMember {
+    pub id: MemberId,
+    pub email: String,
+    /// The CSRF token of this session, for every form on the page.
+    pub csrf: String,
+    pub flash: Option<String>,
+    pub secure: bool,
+}
+
+impl CurrentMember {
+    /// The layout of a member page.
+    pub(crate) fn chrome(&self, title: impl Into<String>) -> Chrome {
+        Chrome::new(title, Some(self.email.clone()), self.csrf.clone(), self.flash.clone())
+    }
+}
+
+impl FromRequestParts<ConsoleState> for CurrentMember {
+    type Rejection = ConsoleError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &ConsoleState) -> Result<Self, Self::Rejection> {
+        let Ok(visitor) = Visitor::from_request_parts(parts, state).await;
+        let session = visitor.cookies.get(cookies::SESSION).ok_or(ConsoleError::LoginRequired)?;
+        let member = auth::verify_session(state.control(), session).await?;
+        Ok(Self {
+            id: member.id,
+            email: member.email,
+            csrf: csrf::token(state, session),
+            flash: visitor.flash,
+            secure: visitor.secure,
+        })
+    }
+}
+
+/// The fields of a posted `application/x-www-form-urlencoded` form. A missing field reads as
+/// empty, so every check is a field error on the page rather than an extractor rejection.
+pub(crate) struct FormData(Vec<(String, String)>);
+
+impl FormData {
+    /// The first value of `name`, or "".
+    pub(crate) fn get(&self, name: &str) -> &str {
+        self.0.iter().find(|(n, _)| n == name).map_or("", |(_, v)| v.as_str())
+    }
+
+    /// Every value of `name` (checkboxes sharing a name).
+    pub(crate) fn all(&self, name: &str) -> Vec<&str> {
+        self.0.iter().filter(|(n, _)| n == name).map(|(_, v)| v.as_str()).collect()
+    }
+}
+
+impl FromRequest<ConsoleState> for FormData {
+    type Rejection = ConsoleError;
+
+    async fn from_request(request: Request, _state: &ConsoleState) -> Result<Self, Self::Rejection> {
+        let bytes = axum::body::to_bytes(request.into_body(), csrf::BODY_LIMIT)
+            .await
+            .map_err(|_| ConsoleError::BadRequest("The form is too large.".into()))?;
+        Ok(Self(form_urlencoded::parse(&bytes).into_owned().collect()))
+    }
+}

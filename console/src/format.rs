@@ -1,0 +1,81 @@
+//! How numbers, sizes, durations and instants read on the pages.
+
+use aqs_core::time::rfc3339;
+
+/// 1536 → "1.5 KiB"; whole numbers print without decimals ("1 GiB").
+pub(crate) fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 || value.fract() == 0.0 {
+        format!("{value:.0} {}", UNITS[unit])
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// A duration in words: "45 s", "12 min", "3 h 5 min", "2 d 4 h".
+pub(crate) fn duration_secs(secs: u64) -> String {
+    match secs {
+        0..60 => format!("{secs} s"),
+        60..3600 => format!("{} min", secs / 60),
+        3600..86_400 => match secs % 3600 / 60 {
+            0 => format!("{} h", secs / 3600),
+            min => format!("{} h {min} min", secs / 3600),
+        },
+        _ => match secs % 86_400 / 3600 {
+            0 => format!("{} d", secs / 86_400),
+            h => format!("{} d {h} h", secs / 86_400),
+        },
+    }
+}
+
+/// 12345 → "12,345".
+pub(crate) fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// An instant as pages show it, and as the `datetime` attribute of `<time>`.
+#[derive(Clone, Debug)]
+pub(crate) struct Instant {
+    /// `2026-11-03T12:00:00Z`
+    pub machine: String,
+    /// `2026-11-03 12:00:00 UTC`
+    pub human: String,
+}
+
+pub(crate) fn instant(ms: u64) -> Instant {
+    let machine = rfc3339(ms);
+    let human = format!("{} UTC", machine.trim_end_matches('Z').replacen('T', " ", 1));
+    Instant { machine, human }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_durations_and_counts_read_well() {
+        assert_eq!(bytes(0), "0 B");
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(bytes(1 << 30), "1 GiB");
+        assert_eq!(duration_secs(45), "45 s");
+        assert_eq!(duration_secs(3600 * 3 + 300), "3 h 5 min");
+        assert_eq!(duration_secs(86_400 * 2), "2 d");
+        assert_eq!(count(1_234_567), "1,234,567");
+        assert_eq!(count(999), "999");
+        assert_eq!(instant(1_793_707_200_000).human, "2026-11-03 12:00:00 UTC");
+    }
+}

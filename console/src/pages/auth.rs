@@ -1,0 +1,124 @@
+//! Sign up, log in and log out. The session is the control plane's session JWT in an HttpOnly
+//! cookie; before logging in, the anonymous cookie gives the forms their CSRF token.
+
+use super::INVALID;
+use crate::cookies;
+use crate::csrf;
+use crate::error::{ConsoleError, PageResult};
+use crate::extract::{FormData, Visitor};
+use crate::fields::FieldErrors;
+use crate::flash;
+use crate::layout::Chrome;
+use crate::state::ConsoleState;
+use aqs_control_plane::{Credentials, auth};
+use aqs_core::ApiError;
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::http::header::SET_COOKIE;
+use axum::response::{IntoResponse, Response};
+
+#[derive(Template, WebTemplate)]
+#[template(path = "auth.html")]
+struct AuthPage {
+    chrome: Chrome,
+    signup: bool,
+    email: String,
+    errors: FieldErrors,
+    min_password: usize,
+}
+
+pub(crate) async fn signup_form(State(state): State<ConsoleState>, visitor: Visitor) -> Response {
+    guest_page(&state, visitor, true, String::new(), FieldErrors::default(), StatusCode::OK).await
+}
+
+pub(crate) async fn login_form(State(state): State<ConsoleState>, visitor: Visitor) -> Response {
+    guest_page(&state, visitor, false, String::new(), FieldErrors::default(), StatusCode::OK).await
+}
+
+/// Renders the sign-up or log-in form. A member who is already logged in goes to their queues; a
+/// stale session cookie is dropped so that the form's token is bound to the anonymous id, which is
+/// what the POST will carry.
+async fn guest_page(
+    state: &ConsoleState,
+    visitor: Visitor,
+    signup: bool,
+    email: String,
+    errors: FieldErrors,
+    status: StatusCode,
+) -> Response {
+    let mut set_cookies = Vec::new();
+    if let Some(session) = visitor.cookies.get(cookies::SESSION) {
+        if auth::verify_session(state.control(), session).await.is_ok() {
+            return flash::see_other("/");
+        }
+        set_cookies.push(cookies::clear(cookies::SESSION, visitor.secure));
+    }
+    let anon = match visitor.cookies.get(cookies::ANON) {
+        Some(anon) => anon.to_owned(),
+        None => {
+            let anon = hex::encode(rand::random::<[u8; 16]>());
+            set_cookies.push(cookies::set(cookies::ANON, &anon, cookies::ANON_MAX_AGE_SECS, visitor.secure));
+            anon
+        }
+    };
+    let title = if signup { "Sign up" } else { "Log in" };
+    let page = AuthPage {
+        chrome: Chrome::new(title, None, csrf::token(state, &anon), visitor.flash),
+        signup,
+        email,
+        errors,
+        min_password: auth::PASSWORD_MIN_CHARS,
+    };
+    let mut response = (status, page).into_response();
+    for cookie in set_cookies {
+        response.headers_mut().append(SET_COOKIE, cookie);
+    }
+    response
+}
+
+pub(crate) async fn signup(State(state): State<ConsoleState>, visitor: Visitor, form: FormData) -> PageResult {
+    let email = form.get("email").trim().to_owned();
+    let credentials = Credentials { email: email.clone(), password: form.get("password").to_owned() };
+    match auth::signup(state.control(), credentials).await {
+        Ok(signed_in) => Ok(signed_in_response(&state, &visitor, &signed_in.session, "Welcome to AQS.")),
+        Err(ApiError::Conflict(_)) => {
+            let mut errors = FieldErrors::default();
+            errors.add("email", "an account with this email already exists; log in instead");
+            Ok(guest_page(&state, visitor, true, email, errors, INVALID).await)
+        }
+        Err(err) => {
+            let errors = FieldErrors::from_api(err, &["email", "password"])?;
+            Ok(guest_page(&state, visitor, true, email, errors, INVALID).await)
+        }
+    }
+}
+
+pub(crate) async fn login(State(state): State<ConsoleState>, visitor: Visitor, form: FormData) -> PageResult {
+    let email = form.get("email").trim().to_owned();
+    let credentials = Credentials { email: email.clone(), password: form.get("password").to_owned() };
+    match auth::login(state.control(), credentials).await {
+        Ok(signed_in) => Ok(signed_in_response(&state, &visitor, &signed_in.session, "You are logged in.")),
+        Err(ApiError::Unauthorized(_)) => {
+            let mut errors = FieldErrors::default();
+            errors.set_form("wrong email or password");
+            Ok(guest_page(&state, visitor, false, email, errors, INVALID).await)
+        }
+        Err(err) => Err(ConsoleError::from(err)),
+    }
+}
+
+fn signed_in_response(state: &ConsoleState, visitor: &Visitor, session: &str, message: &str) -> Response {
+    let mut response = flash::redirect(state, visitor.secure, "/", message);
+    let cookie = cookies::set(cookies::SESSION, session, cookies::SESSION_MAX_AGE_SECS, visitor.secure);
+    response.headers_mut().append(SET_COOKIE, cookie);
+    response
+}
+
+/// Sessions are stateless JWTs: logging out drops the cookie.
+pub(crate) async fn logout(State(state): State<ConsoleState>, visitor: Visitor) -> Response {
+    let mut response = flash::redirect(&state, visitor.secure, "/login", "You are logged out.");
+    response.headers_mut().append(SET_COOKIE, cookies::clear(cookies::SESSION, visitor.secure));
+    response
+}

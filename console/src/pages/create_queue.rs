@@ -1,0 +1,173 @@
+//! Create queue: a name (with the address it will get shown before creating: a "Preview address"
+//! button without JavaScript, live as you type with it), the visibility timeout, the maximum
+//! attempts and the payload size, or the defaults. On success the first token is shown, once.
+
+use super::INVALID;
+use crate::error::PageResult;
+use crate::extract::{CurrentMember, FormData};
+use crate::fields::{self, FieldErrors};
+use crate::layout::Chrome;
+use crate::state::ConsoleState;
+use aqs_control_plane::{NewQueue, queues, slug};
+use aqs_core::limits::{
+    MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_MAX, MIB, PAYLOAD_SIZE_DEFAULT, PAYLOAD_SIZES, VISIBILITY_DEFAULT_SECS,
+    VISIBILITY_MAX_SECS,
+};
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::{Query, State};
+use axum::http::header::CONTENT_TYPE;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+const FIELDS: [&str; 4] = ["name", "visibility_timeout_seconds", "max_attempts", "payload_size"];
+
+/// One `<option>` of the payload size select.
+pub(crate) struct PayloadOption {
+    pub value: u64,
+    pub label: String,
+    pub selected: bool,
+}
+
+pub(crate) fn payload_options(selected: u64) -> Vec<PayloadOption> {
+    PAYLOAD_SIZES
+        .iter()
+        .map(|&size| PayloadOption {
+            value: size,
+            label: if size == PAYLOAD_SIZE_DEFAULT {
+                format!("{} MiB (included)", size / MIB)
+            } else {
+                format!("{} MiB (paid add-on)", size / MIB)
+            },
+            selected: size == selected,
+        })
+        .collect()
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "create_queue.html")]
+struct CreatePage {
+    chrome: Chrome,
+    name: String,
+    visibility: String,
+    attempts: String,
+    payload_options: Vec<PayloadOption>,
+    /// What the address will be, once previewed.
+    preview: Option<String>,
+    errors: FieldErrors,
+    visibility_max: u32,
+    attempts_max: u32,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "queue_created.html")]
+struct CreatedPage {
+    chrome: Chrome,
+    name: String,
+    slug: String,
+    address: String,
+    secret: String,
+}
+
+pub(crate) async fn form(member: CurrentMember) -> Response {
+    CreatePage {
+        chrome: member.chrome("Create queue"),
+        name: String::new(),
+        visibility: VISIBILITY_DEFAULT_SECS.to_string(),
+        attempts: MAX_ATTEMPTS_DEFAULT.to_string(),
+        payload_options: payload_options(PAYLOAD_SIZE_DEFAULT),
+        preview: None,
+        errors: FieldErrors::default(),
+        visibility_max: VISIBILITY_MAX_SECS,
+        attempts_max: MAX_ATTEMPTS_MAX,
+    }
+    .into_response()
+}
+
+/// The address a queue of this name gets, or why it cannot have one.
+fn address_preview(state: &ConsoleState, name: &str) -> Result<String, &'static str> {
+    match slug::derive(name) {
+        Some(slug) => Ok(format!("{}/queue/v1/{slug}", state.control().public_url())),
+        None => Err("include at least one letter a-z or digit; the address is made from them"),
+    }
+}
+
+pub(crate) async fn submit(State(state): State<ConsoleState>, member: CurrentMember, form: FormData) -> PageResult {
+    let name = form.get("name").trim().to_owned();
+    let mut errors = FieldErrors::default();
+    let visibility = fields::number(
+        &mut errors,
+        "visibility_timeout_seconds",
+        form.get("visibility_timeout_seconds"),
+        Some(VISIBILITY_DEFAULT_SECS),
+    );
+    let attempts = fields::number(&mut errors, "max_attempts", form.get("max_attempts"), Some(MAX_ATTEMPTS_DEFAULT));
+    let payload = fields::number(&mut errors, "payload_size", form.get("payload_size"), Some(PAYLOAD_SIZE_DEFAULT));
+    let preview = match address_preview(&state, &name) {
+        Ok(address) => Some(address),
+        Err(_) if name.is_empty() => {
+            errors.add("name", "give the queue a name");
+            None
+        }
+        Err(why) => {
+            errors.add("name", why);
+            None
+        }
+    };
+
+    if form.get("intent") != "preview" && errors.is_empty() {
+        let input = NewQueue {
+            name: name.clone(),
+            visibility_timeout_seconds: visibility,
+            max_attempts: attempts,
+            payload_size: payload,
+            storage_limit: None,
+        };
+        match queues::create(state.control(), member.id, input).await {
+            Ok((queue, token)) => {
+                let page = CreatedPage {
+                    chrome: member.chrome(format!("Created {}", queue.name)),
+                    name: queue.name,
+                    slug: queue.slug,
+                    address: queue.address,
+                    secret: token.secret.expose().to_owned(),
+                };
+                return Ok(page.into_response());
+            }
+            Err(err) => errors = FieldErrors::from_api(err, &FIELDS)?,
+        }
+    }
+    let status = if errors.is_empty() { axum::http::StatusCode::OK } else { INVALID };
+    let page = CreatePage {
+        chrome: member.chrome("Create queue"),
+        name,
+        visibility: form.get("visibility_timeout_seconds").trim().to_owned(),
+        attempts: form.get("max_attempts").trim().to_owned(),
+        payload_options: payload_options(payload.unwrap_or(PAYLOAD_SIZE_DEFAULT)),
+        preview,
+        errors,
+        visibility_max: VISIBILITY_MAX_SECS,
+        attempts_max: MAX_ATTEMPTS_MAX,
+    };
+    Ok((status, page).into_response())
+}
+
+#[derive(Deserialize)]
+pub(crate) struct SlugQuery {
+    #[serde(default)]
+    name: String,
+}
+
+/// The live preview behind the name field: the address as plain text (empty for an empty name).
+pub(crate) async fn slug_preview(
+    State(state): State<ConsoleState>,
+    _member: CurrentMember,
+    Query(query): Query<SlugQuery>,
+) -> Response {
+    let text = match address_preview(&state, query.name.trim()) {
+        Ok(address) => address,
+        Err(_) if query.name.trim().is_empty() => String::new(),
+        Err(why) => format!("No address yet: {why}."),
+    };
+    ([(CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
+}

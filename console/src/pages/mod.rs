@@ -1,0 +1,26 @@
+//! The console's pages: one module per page or queue tab. Handlers load what they show through the
+//! control plane's service functions (member id first) and the engine (queue id, which they only
+//! learn from a queue the member owns), then render a template.
+
+pub(crate) mod auth;
+pub(crate) mod create_queue;
+pub(crate) mod dead_letters;
+pub(crate) mod messages;
+pub(crate) mod overview;
+pub(crate) mod queue_list;
+pub(crate) mod settings;
+pub(crate) mod tokens;
+
+use crate::error::PageResult;
+use crate::extract::CurrentMember;
+use crate::state::ConsoleState;
+use aqs_control_plane::{Queue, queues};
+use axum::http::StatusCode;
+
+/// The member's queue `slug`: another member's queue, or none, is the 404 page.
+pub(crate) async fn load_queue(state: &ConsoleState, member: &CurrentMember, slug: &str) -> PageResult<Queue> {
+    Ok(queues::get(state.control(), member.id, slug).await?)
+}
+
+/// The status of a form shown again with errors.
+pub(crate) const INVALID: StatusCode = StatusCode::UNPROCESSABLE_ENTITY;

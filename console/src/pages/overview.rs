@@ -1,0 +1,113 @@
+//! The Overview tab: the shared address, the depth split into ready, in flight and delayed, the
+//! stored bytes against the storage limit, the oldest message's age, today's counts and the dead
+//! letters, and the 14-day chart. The live part refreshes every few seconds: a meta refresh
+//! without JavaScript, a fetch of `/queues/{slug}/live` (just that fragment) with it.
+
+use super::load_queue;
+use crate::chart::{self, Chart};
+use crate::error::{ConsoleError, PageResult};
+use crate::extract::CurrentMember;
+use crate::format;
+use crate::layout::Chrome;
+use crate::state::ConsoleState;
+use crate::tabs::{QueueNav, Tab};
+use aqs_control_plane::Queue;
+use aqs_core::time::now_ms;
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::{Path, State};
+
+/// Seconds between refreshes of the live figures.
+pub(crate) const REFRESH_SECS: u32 = 5;
+
+pub(crate) struct Live {
+    slug: String,
+    paused: bool,
+    depth: String,
+    ready: String,
+    in_flight: String,
+    delayed: String,
+    stored: String,
+    storage_limit: String,
+    /// Share of the storage limit in use, 0–100, for the bar's width.
+    used_percent: String,
+    used_label: String,
+    oldest_age: Option<String>,
+    published_today: String,
+    delivered_today: String,
+    dead_letters: String,
+    has_dead_letters: bool,
+    updated: format::Instant,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "overview.html")]
+struct OverviewPage {
+    chrome: Chrome,
+    nav: QueueNav,
+    live: Live,
+    chart: Chart,
+    refresh_secs: u32,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "overview_live.html")]
+struct LiveFragment {
+    live: Live,
+}
+
+async fn live_figures(state: &ConsoleState, queue: &Queue, now: u64) -> PageResult<Live> {
+    // The queue exists in PostgreSQL; missing Redis state means the projection is being repaired.
+    let stats = state.engine().stats(queue.id, now).await?.ok_or(ConsoleError::Unavailable)?;
+    let share = if stats.storage_limit == 0 { 0.0 } else { stats.stored_bytes as f64 / stats.storage_limit as f64 };
+    let percent = (share * 100.0).clamp(0.0, 100.0);
+    // Keep a sliver of bar visible once anything is stored.
+    let drawn = if stats.stored_bytes > 0 { percent.max(0.5) } else { 0.0 };
+    Ok(Live {
+        slug: queue.slug.clone(),
+        paused: stats.paused,
+        depth: format::count(stats.total),
+        ready: format::count(stats.ready),
+        in_flight: format::count(stats.in_flight),
+        delayed: format::count(stats.delayed),
+        stored: format::bytes(stats.stored_bytes),
+        storage_limit: format::bytes(stats.storage_limit),
+        used_percent: format!("{drawn:.2}"),
+        used_label: if percent > 0.0 && percent < 0.1 { "under 0.1%".into() } else { format!("{percent:.1}%") },
+        oldest_age: stats.oldest_published_ms.map(|at| format::duration_secs(now.saturating_sub(at) / 1000)),
+        published_today: format::count(stats.published_today),
+        delivered_today: format::count(stats.delivered_today),
+        dead_letters: format::count(stats.dead_letters),
+        has_dead_letters: stats.dead_letters > 0,
+        updated: format::instant(now),
+    })
+}
+
+pub(crate) async fn show(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    Path(slug): Path<String>,
+) -> PageResult<impl axum::response::IntoResponse> {
+    let queue = load_queue(&state, &member, &slug).await?;
+    let now = now_ms();
+    let live = live_figures(&state, &queue, now).await?;
+    let days = state.engine().daily_counts(queue.id, chart::DAYS, now).await?;
+    let nav = QueueNav::new(&queue, Tab::Overview);
+    Ok(OverviewPage {
+        chrome: member.chrome(nav.title(Tab::Overview)),
+        nav,
+        live,
+        chart: chart::build(&days),
+        refresh_secs: REFRESH_SECS,
+    })
+}
+
+/// Only the live figures, for the script that refreshes them in place.
+pub(crate) async fn live(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    Path(slug): Path<String>,
+) -> PageResult<impl axum::response::IntoResponse> {
+    let queue = load_queue(&state, &member, &slug).await?;
+    Ok(LiveFragment { live: live_figures(&state, &queue, now_ms()).await? })
+}

@@ -1,0 +1,160 @@
+//! The Settings tab: visibility timeout, maximum attempts, payload size and storage limit; pause
+//! and resume; and deleting the queue, confirmed by typing its name.
+
+use super::create_queue::{PayloadOption, payload_options};
+use super::{INVALID, load_queue};
+use crate::error::PageResult;
+use crate::extract::{CurrentMember, FormData};
+use crate::fields::{self, FieldErrors};
+use crate::flash;
+use crate::layout::Chrome;
+use crate::state::ConsoleState;
+use crate::tabs::{QueueNav, Tab};
+use aqs_control_plane::{Queue, QueueChanges, queues};
+use aqs_core::limits::{MAX_ATTEMPTS_MAX, MIB, STORAGE_MAX, STORAGE_MIN, VISIBILITY_MAX_SECS};
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+
+const FIELDS: [&str; 4] = ["visibility_timeout_seconds", "max_attempts", "payload_size", "storage_limit"];
+
+#[derive(Template, WebTemplate)]
+#[template(path = "settings.html")]
+pub(crate) struct SettingsPage {
+    chrome: Chrome,
+    nav: QueueNav,
+    visibility: String,
+    attempts: String,
+    payload_options: Vec<PayloadOption>,
+    storage_mib: String,
+    confirm_name: String,
+    errors: FieldErrors,
+    visibility_max: u32,
+    attempts_max: u32,
+    storage_min_mib: u64,
+    storage_max_mib: u64,
+}
+
+impl SettingsPage {
+    fn new(member: &CurrentMember, queue: &Queue) -> Self {
+        let nav = QueueNav::new(queue, Tab::Settings);
+        Self {
+            chrome: member.chrome(nav.title(Tab::Settings)),
+            nav,
+            visibility: queue.visibility_timeout_seconds.to_string(),
+            attempts: queue.max_attempts.to_string(),
+            payload_options: payload_options(queue.payload_size),
+            storage_mib: (queue.storage_limit / MIB).to_string(),
+            confirm_name: String::new(),
+            errors: FieldErrors::default(),
+            visibility_max: VISIBILITY_MAX_SECS,
+            attempts_max: MAX_ATTEMPTS_MAX,
+            storage_min_mib: STORAGE_MIN / MIB,
+            storage_max_mib: STORAGE_MAX / MIB,
+        }
+    }
+}
+
+pub(crate) async fn show(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    Path(slug): Path<String>,
+) -> PageResult<SettingsPage> {
+    let queue = load_queue(&state, &member, &slug).await?;
+    Ok(SettingsPage::new(&member, &queue))
+}
+
+pub(crate) async fn update(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    Path(slug): Path<String>,
+    form: FormData,
+) -> PageResult {
+    let queue = load_queue(&state, &member, &slug).await?;
+    let mut errors = FieldErrors::default();
+    let visibility =
+        fields::number::<u32>(&mut errors, "visibility_timeout_seconds", form.get("visibility_timeout_seconds"), None);
+    let attempts = fields::number::<u32>(&mut errors, "max_attempts", form.get("max_attempts"), None);
+    let payload = fields::number::<u64>(&mut errors, "payload_size", form.get("payload_size"), None);
+    let storage_mib = fields::number::<u64>(&mut errors, "storage_limit", form.get("storage_limit_mib"), None);
+    // The storage limit is entered in MiB; checking it here keeps the message in MiB as well.
+    let (min, max) = (STORAGE_MIN / MIB, STORAGE_MAX / MIB);
+    if let Some(mib) = storage_mib
+        && !(min..=max).contains(&mib)
+    {
+        errors.add("storage_limit", format!("must be between {min} and {} MiB", crate::format::count(max)));
+    }
+    if errors.is_empty() {
+        let changes = QueueChanges {
+            name: None,
+            visibility_timeout_seconds: visibility,
+            max_attempts: attempts,
+            payload_size: payload,
+            storage_limit: storage_mib.map(|mib| mib * MIB),
+        };
+        match queues::update(state.control(), member.id, &slug, changes).await {
+            Ok(_) => {
+                return Ok(flash::redirect(
+                    &state,
+                    member.secure,
+                    &format!("/queues/{slug}/settings"),
+                    "Settings saved.",
+                ));
+            }
+            Err(err) => errors = FieldErrors::from_api(err, &FIELDS)?,
+        }
+    }
+    let mut page = SettingsPage::new(&member, &queue);
+    page.visibility = form.get("visibility_timeout_seconds").trim().to_owned();
+    page.attempts = form.get("max_attempts").trim().to_owned();
+    page.payload_options = payload_options(payload.unwrap_or(queue.payload_size));
+    page.storage_mib = form.get("storage_limit_mib").trim().to_owned();
+    page.errors = errors;
+    Ok((INVALID, page).into_response())
+}
+
+pub(crate) async fn pause(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    Path(slug): Path<String>,
+) -> PageResult<Response> {
+    queues::pause(state.control(), member.id, &slug).await?;
+    let message = "Queue paused: publishes and deliveries are refused until you resume it.";
+    Ok(flash::redirect(&state, member.secure, &format!("/queues/{slug}/settings"), message))
+}
+
+pub(crate) async fn resume(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    Path(slug): Path<String>,
+) -> PageResult<Response> {
+    queues::resume(state.control(), member.id, &slug).await?;
+    Ok(flash::redirect(&state, member.secure, &format!("/queues/{slug}/settings"), "Queue resumed."))
+}
+
+pub(crate) async fn delete(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    Path(slug): Path<String>,
+    form: FormData,
+) -> PageResult {
+    let queue = load_queue(&state, &member, &slug).await?;
+    let typed = form.get("confirm_name").trim();
+    if typed != queue.name {
+        let mut page = SettingsPage::new(&member, &queue);
+        page.confirm_name = typed.to_owned();
+        page.errors.add(
+            "confirm_name",
+            if typed.is_empty() {
+                "type the queue's name to confirm".to_owned()
+            } else {
+                format!("that is not this queue's name; type {} exactly", queue.name)
+            },
+        );
+        return Ok((INVALID, page).into_response());
+    }
+    queues::delete(state.control(), member.id, &slug).await?;
+    let message = format!("Queue “{}” deleted, with its messages and tokens.", queue.name);
+    Ok(flash::redirect(&state, member.secure, "/", &message))
+}

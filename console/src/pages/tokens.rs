@@ -1,0 +1,190 @@
+//! The Tokens tab: the queue's tokens (name, scopes, last four, created, last used), minting one
+//! (its secret shown once, on the page that answers the form) and revoking one after a
+//! confirmation page.
+
+use super::{INVALID, load_queue};
+use crate::error::{ConsoleError, PageResult};
+use crate::extract::{CurrentMember, FormData};
+use crate::fields::FieldErrors;
+use crate::flash;
+use crate::format;
+use crate::layout::Chrome;
+use crate::state::ConsoleState;
+use crate::tabs::{QueueNav, Tab};
+use aqs_control_plane::{NewToken, Token, tokens};
+use aqs_core::token::Scope;
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+
+struct Row {
+    id: String,
+    name: String,
+    scopes: String,
+    last_four: String,
+    created: format::Instant,
+    last_used: Option<format::Instant>,
+    revoked: Option<format::Instant>,
+}
+
+fn instant(at: &DateTime<Utc>) -> format::Instant {
+    format::instant(at.timestamp_millis().max(0) as u64)
+}
+
+fn scopes_text(scopes: &[Scope]) -> String {
+    scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+impl From<Token> for Row {
+    fn from(token: Token) -> Self {
+        Self {
+            id: token.id.to_string(),
+            scopes: scopes_text(&token.scopes),
+            last_four: token.last_four,
+            created: instant(&token.created_at),
+            last_used: token.last_used_at.as_ref().map(instant),
+            revoked: token.revoked_at.as_ref().map(instant),
+            name: token.name,
+        }
+    }
+}
+
+/// A scope checkbox of the new-token form.
+struct ScopeChoice {
+    value: &'static str,
+    label: &'static str,
+    checked: bool,
+}
+
+fn scope_choices(checked: &[&str]) -> Vec<ScopeChoice> {
+    [
+        ("send", "send: publish messages"),
+        ("consume", "consume: receive, acknowledge and return messages"),
+        ("manage", "manage: read payloads, purge, handle dead letters"),
+    ]
+    .into_iter()
+    .map(|(value, label)| ScopeChoice { value, label, checked: checked.contains(&value) })
+    .collect()
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "tokens.html")]
+pub(crate) struct TokensPage {
+    chrome: Chrome,
+    nav: QueueNav,
+    rows: Vec<Row>,
+    name: String,
+    scopes: Vec<ScopeChoice>,
+    errors: FieldErrors,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "token_created.html")]
+struct CreatedPage {
+    chrome: Chrome,
+    nav: QueueNav,
+    name: String,
+    scopes: String,
+    secret: String,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "token_revoke.html")]
+pub(crate) struct RevokePage {
+    chrome: Chrome,
+    nav: QueueNav,
+    token: Row,
+}
+
+async fn tokens_page(
+    state: &ConsoleState,
+    member: &CurrentMember,
+    slug: &str,
+    name: String,
+    checked: &[&str],
+    errors: FieldErrors,
+) -> PageResult<TokensPage> {
+    let queue = load_queue(state, member, slug).await?;
+    let rows = tokens::list(state.control(), member.id, slug).await?.into_iter().map(Row::from).collect();
+    let nav = QueueNav::new(&queue, Tab::Tokens);
+    Ok(TokensPage {
+        chrome: member.chrome(nav.title(Tab::Tokens)),
+        nav,
+        rows,
+        name,
+        scopes: scope_choices(checked),
+        errors,
+    })
+}
+
+pub(crate) async fn show(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    Path(slug): Path<String>,
+) -> PageResult<TokensPage> {
+    tokens_page(&state, &member, &slug, String::new(), &["send", "consume"], FieldErrors::default()).await
+}
+
+pub(crate) async fn create(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    Path(slug): Path<String>,
+    form: FormData,
+) -> PageResult {
+    let name = form.get("name").trim().to_owned();
+    let scopes = form.all("scopes");
+    let input = NewToken { name: name.clone(), scopes: scopes.iter().map(|s| s.to_string()).collect() };
+    match tokens::mint(state.control(), member.id, &slug, input).await {
+        Ok(created) => {
+            let queue = load_queue(&state, &member, &slug).await?;
+            let nav = QueueNav::new(&queue, Tab::Tokens);
+            let page = CreatedPage {
+                chrome: member.chrome(nav.title(Tab::Tokens)),
+                nav,
+                name: created.token.name.clone(),
+                scopes: scopes_text(&created.token.scopes),
+                secret: created.secret.expose().to_owned(),
+            };
+            Ok(page.into_response())
+        }
+        Err(err) => {
+            let errors = FieldErrors::from_api(err, &["name", "scopes"])?;
+            let page = tokens_page(&state, &member, &slug, name, &scopes, errors).await?;
+            Ok((INVALID, page).into_response())
+        }
+    }
+}
+
+/// The member's token `id` of queue `slug`, or the 404 page.
+async fn find_token(state: &ConsoleState, member: &CurrentMember, slug: &str, id: &str) -> PageResult<Token> {
+    tokens::list(state.control(), member.id, slug)
+        .await?
+        .into_iter()
+        .find(|t| t.id.to_string() == id)
+        .ok_or(ConsoleError::NotFound)
+}
+
+pub(crate) async fn confirm_revoke(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    Path((slug, id)): Path<(String, String)>,
+) -> PageResult<RevokePage> {
+    let queue = load_queue(&state, &member, &slug).await?;
+    let token = find_token(&state, &member, &slug, &id).await?;
+    let nav = QueueNav::new(&queue, Tab::Tokens);
+    Ok(RevokePage { chrome: member.chrome(format!("Revoke {}", token.name)), nav, token: token.into() })
+}
+
+pub(crate) async fn revoke(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    Path((slug, id)): Path<(String, String)>,
+) -> PageResult<Response> {
+    let token = find_token(&state, &member, &slug, &id).await?;
+    tokens::revoke(state.control(), member.id, &slug, &id).await?;
+    let message =
+        format!("Token “{}” (…{}) revoked. Requests using it are refused from now on.", token.name, token.last_four);
+    Ok(flash::redirect(&state, member.secure, &format!("/queues/{slug}/tokens"), &message))
+}

@@ -1,0 +1,64 @@
+//! The Overview (figures, live fragment, chart) and the Messages tab (peek with previews).
+
+use super::support::{Visitor, publish, queue_of, spawn_console};
+use sqlx::PgPool;
+
+#[sqlx::test(migrations = "../migrations")]
+async fn overview_shows_depth_storage_and_the_chart(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.create_queue("jobs", "5").await;
+
+    let empty = ada.get("/queues/jobs").await;
+    assert_eq!(empty.status, 200);
+    assert_eq!(empty.text_of("depth-total").as_deref(), Some("0"));
+    assert_eq!(empty.text_of("oldest-age").as_deref(), Some("—"));
+    empty.assert_contains("<noscript><meta http-equiv=\"refresh\" content=\"5\"></noscript>");
+    empty.assert_contains("data-refresh=\"/queues/jobs/live\"");
+    empty.assert_contains("http://127.0.0.1/queue/v1/jobs");
+    empty.assert_contains("aria-current=\"page\">Overview</a>");
+
+    let queue = queue_of(&app, "ada@example.com", "jobs").await;
+    for _ in 0..3 {
+        publish(&app, &queue, r#"{"type":"resize"}"#, "application/json").await;
+    }
+    let page = ada.get("/queues/jobs").await;
+    assert_eq!(page.text_of("depth-total").as_deref(), Some("3"));
+    assert_eq!(page.text_of("depth-ready").as_deref(), Some("3"));
+    assert_eq!(page.text_of("depth-in-flight").as_deref(), Some("0"));
+    assert_eq!(page.text_of("depth-delayed").as_deref(), Some("0"));
+    assert_eq!(page.text_of("published-today").as_deref(), Some("3"));
+    assert_eq!(page.text_of("stored-bytes").as_deref(), Some("51 B"));
+    assert!(page.text_of("oldest-age").unwrap().ends_with(" s"));
+    page.assert_contains("of the 1 GiB limit");
+    page.assert_contains("<rect class=\"bar published\"");
+    page.assert_contains("3 published and 0 delivered over 14 days");
+
+    // The fragment the script polls: the figures alone, no layout.
+    let live = ada.get("/queues/jobs/live").await;
+    assert_eq!(live.status, 200);
+    assert_eq!(live.text_of("depth-ready").as_deref(), Some("3"));
+    live.assert_lacks("<html");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn messages_tab_peeks_with_pretty_json(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.create_queue("jobs", "5").await;
+    ada.get("/queues/jobs/messages").await.assert_contains("No message is waiting");
+
+    let queue = queue_of(&app, "ada@example.com", "jobs").await;
+    publish(&app, &queue, r#"{"type":"resize","key":"avatars/42.png"}"#, "application/json").await;
+    publish(&app, &queue, "plain <b>text</b>", "text/plain").await;
+    let page = ada.get("/queues/jobs/messages").await;
+    assert_eq!(page.status, 200);
+    page.assert_contains("{\n  &#34;key&#34;: &#34;avatars/42.png&#34;,\n  &#34;type&#34;: &#34;resize&#34;\n}");
+    page.assert_contains("plain &#60;b&#62;text&#60;/b&#62;");
+    page.assert_contains("<code>application/json</code>");
+    page.assert_contains("<dt>Attempts</dt><dd>0</dd>");
+    let peeked = app.engine.peek(queue.id, 10, aqs_core::time::now_ms()).await.unwrap().unwrap();
+    page.assert_contains(&peeked[0].id);
+}

@@ -1,0 +1,249 @@
+//! `spawn_console`: the console router over the test's database and a unique Redis namespace, and
+//! `Visitor`, a cookie-keeping client that reads the CSRF token off each page like a browser.
+
+use aqs_control_plane::{ControlPlane, Queue, queues};
+use aqs_core::config::Config;
+use aqs_core::receipt::Receipt;
+use aqs_core::redis_conn;
+use aqs_core::time::now_ms;
+use aqs_data_plane::DataPlane;
+use aqs_data_plane::engine::{ConsumeOutcome, Engine, NewMessage};
+use reqwest::header::{HeaderMap, LOCATION, SET_COOKIE};
+use sqlx::PgPool;
+
+pub const PASSWORD: &str = "correct horse battery";
+
+pub struct TestConsole {
+    pub base: String,
+    pub cp: ControlPlane,
+    pub engine: Engine,
+}
+
+pub fn redis_url() -> String {
+    std::env::var("AQS_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
+
+pub async fn spawn_console(db: PgPool) -> TestConsole {
+    let namespace = format!("t{:016x}", rand::random::<u64>());
+    let config = Config::for_tests("", &redis_url(), &namespace);
+    let redis = redis_conn::connect(&config.redis_urls()).await.expect("test Redis");
+    let cp = ControlPlane::new(&config, db, redis.clone()).await.expect("control plane");
+    let dp = DataPlane::new(&config, redis).await.expect("data plane");
+    let engine = dp.engine.clone();
+    let app = aqs_console::router(&config, cp.clone(), dp);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+    TestConsole { base, cp, engine }
+}
+
+/// A response, with the body read.
+#[derive(Debug)]
+pub struct Page {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: String,
+}
+
+impl Page {
+    pub fn location(&self) -> &str {
+        self.headers.get(LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("")
+    }
+
+    /// The `Set-Cookie` line for `name`, if the response sets it.
+    pub fn set_cookie(&self, name: &str) -> Option<String> {
+        self.headers
+            .get_all(SET_COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find(|line| line.starts_with(&format!("{name}=")))
+            .map(str::to_owned)
+    }
+
+    /// The value of the first `<input>`-style attribute pair `name="{name}" value="…"`.
+    pub fn input_value(&self, name: &str) -> Option<String> {
+        let marker = format!("name=\"{name}\" value=\"");
+        let start = self.body.find(&marker)? + marker.len();
+        let end = self.body[start..].find('"')?;
+        Some(self.body[start..start + end].to_owned())
+    }
+
+    /// The token secret shown once after creating a queue or a token.
+    pub fn secret(&self) -> Option<String> {
+        let marker = "id=\"token-secret\" type=\"text\" readonly value=\"";
+        let start = self.body.find(marker)? + marker.len();
+        let end = self.body[start..].find('"')?;
+        Some(self.body[start..start + end].to_owned())
+    }
+
+    /// The text of the element with this id (up to the next tag).
+    pub fn text_of(&self, id: &str) -> Option<String> {
+        let marker = format!("id=\"{id}\"");
+        let at = self.body.find(&marker)?;
+        let start = at + self.body[at..].find('>')? + 1;
+        let end = self.body[start..].find('<')?;
+        Some(self.body[start..start + end].trim().to_owned())
+    }
+
+    #[track_caller]
+    pub fn assert_contains(&self, text: &str) {
+        assert!(self.body.contains(text), "the page (status {}) lacks {text:?}:\n{}", self.status, self.body);
+    }
+
+    #[track_caller]
+    pub fn assert_lacks(&self, text: &str) {
+        assert!(!self.body.contains(text), "the page (status {}) has {text:?}:\n{}", self.status, self.body);
+    }
+}
+
+/// One browser: its cookies and the CSRF token of the last page it saw.
+pub struct Visitor {
+    base: String,
+    http: reqwest::Client,
+    cookies: Vec<(String, String)>,
+    pub csrf: Option<String>,
+    /// Extra headers on every request (e.g. `X-Forwarded-Proto`).
+    pub headers: HeaderMap,
+}
+
+impl Visitor {
+    pub fn new(app: &TestConsole) -> Self {
+        let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        Self { base: app.base.clone(), http, cookies: Vec::new(), csrf: None, headers: HeaderMap::new() }
+    }
+
+    pub fn cookie(&self, name: &str) -> Option<&str> {
+        self.cookies.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    pub fn set_cookie(&mut self, name: &str, value: &str) {
+        self.cookies.retain(|(n, _)| n != name);
+        self.cookies.push((name.to_owned(), value.to_owned()));
+    }
+
+    async fn send(&mut self, request: reqwest::RequestBuilder) -> Page {
+        let mut request = request.headers(self.headers.clone());
+        if !self.cookies.is_empty() {
+            let line: Vec<String> = self.cookies.iter().map(|(n, v)| format!("{n}={v}")).collect();
+            request = request.header("cookie", line.join("; "));
+        }
+        let response = request.send().await.expect("request");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        for line in headers.get_all(SET_COOKIE).iter().filter_map(|v| v.to_str().ok()) {
+            let pair = line.split(';').next().unwrap();
+            let (name, value) = pair.split_once('=').unwrap();
+            self.cookies.retain(|(n, _)| n != name);
+            if !line.contains("Max-Age=0") {
+                self.cookies.push((name.to_owned(), value.to_owned()));
+            }
+        }
+        let body = response.text().await.expect("body");
+        let page = Page { status, headers, body };
+        if let Some(token) = page.input_value("csrf") {
+            self.csrf = Some(token);
+        }
+        page
+    }
+
+    pub async fn get(&mut self, path: &str) -> Page {
+        let request = self.http.get(format!("{}{path}", self.base));
+        self.send(request).await
+    }
+
+    /// Posts a form with the CSRF token of the last page (unless `fields` has its own).
+    pub async fn post(&mut self, path: &str, fields: &[(&str, &str)]) -> Page {
+        let mut pairs: Vec<(String, String)> = fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        if !fields.iter().any(|(k, _)| *k == "csrf")
+            && let Some(token) = &self.csrf
+        {
+            pairs.push(("csrf".into(), token.clone()));
+        }
+        let body: String = form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish();
+        let request = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body);
+        self.send(request).await
+    }
+
+    /// Follows a redirect with a GET, as a browser does after a 303.
+    pub async fn follow(&mut self, page: Page) -> Page {
+        assert_eq!(page.status, 303, "expected a redirect, got {}: {}", page.status, page.body);
+        let location = page.location().to_owned();
+        self.get(&location).await
+    }
+
+    /// Signs up through the form and lands on the queue list.
+    pub async fn sign_up(&mut self, email: &str) -> Page {
+        self.get("/signup").await;
+        let page = self.post("/signup", &[("email", email), ("password", PASSWORD)]).await;
+        assert_eq!(page.location(), "/", "{}", page.body);
+        self.follow(page).await
+    }
+
+    /// Creates a queue through the form; returns the page that shows its first token.
+    pub async fn create_queue(&mut self, name: &str, attempts: &str) -> Page {
+        self.get("/new").await;
+        let page = self
+            .post(
+                "/new",
+                &[
+                    ("name", name),
+                    ("visibility_timeout_seconds", "30"),
+                    ("max_attempts", attempts),
+                    ("payload_size", "1048576"),
+                    ("intent", "create"),
+                ],
+            )
+            .await;
+        assert_eq!(page.status, 200, "{}", page.body);
+        page
+    }
+}
+
+/// The member's queue by slug, through the control plane (for its id).
+pub async fn queue_of(app: &TestConsole, email: &str, slug: &str) -> Queue {
+    let member = aqs_control_plane::auth::login(
+        &app.cp,
+        aqs_control_plane::Credentials { email: email.into(), password: PASSWORD.into() },
+    )
+    .await
+    .expect("login")
+    .member;
+    queues::get(&app.cp, member.id, slug).await.expect("queue")
+}
+
+pub async fn publish(app: &TestConsole, queue: &Queue, body: &str, content_type: &str) {
+    let message = NewMessage {
+        body: body.as_bytes().to_vec(),
+        content_type: content_type.into(),
+        attributes: String::new(),
+        group_id: None,
+        idempotency_key: None,
+        delay_ms: 0,
+    };
+    app.engine.publish(queue.id, &[message], now_ms()).await.expect("publish");
+}
+
+/// Receives every ready message and returns each with an error: on a queue with one attempt,
+/// they all become dead letters with `reason`.
+pub async fn fail_all(app: &TestConsole, queue: &Queue, reason: &str) {
+    let now = now_ms();
+    let ConsumeOutcome::Delivered { deliveries, .. } = app.engine.consume(queue.id, 100, 30_000, now).await.unwrap()
+    else {
+        panic!("consume did not deliver");
+    };
+    let receipts: Vec<Receipt> = deliveries
+        .iter()
+        .map(|d| Receipt {
+            queue: queue.id,
+            stream_id: d.stream_id,
+            message: d.message,
+            delivery: d.attempts,
+            expires_at_ms: now + 3_600_000,
+        })
+        .collect();
+    app.engine.nack(queue.id, &receipts, 0, reason, now).await.expect("nack");
+}

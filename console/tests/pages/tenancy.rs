@@ -1,0 +1,63 @@
+//! A member sees only their own queues: another member's queue is the 404 page on every tab and
+//! every form, and stays untouched.
+
+use super::support::{Visitor, queue_of, spawn_console};
+use sqlx::PgPool;
+
+#[sqlx::test(migrations = "../migrations")]
+async fn another_members_queue_is_a_404_page_everywhere(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.create_queue("ada jobs", "5").await;
+    let tokens = ada.get("/queues/ada-jobs/tokens").await;
+    let at = tokens.body.find("/revoke\"").unwrap();
+    let start = tokens.body[..at].rfind("/queues/").unwrap();
+    let revoke = format!("{}/revoke", &tokens.body[start..at]);
+
+    let mut bob = Visitor::new(&app);
+    bob.sign_up("bob@example.com").await;
+    bob.get("/").await.assert_lacks("ada jobs");
+    let q = "/queues/ada-jobs";
+    for path in [
+        q.to_owned(),
+        format!("{q}/live"),
+        format!("{q}/messages"),
+        format!("{q}/tokens"),
+        format!("{q}/dead-letters"),
+        format!("{q}/dead-letters/purge"),
+        format!("{q}/settings"),
+        revoke.clone(),
+    ] {
+        let page = bob.get(&path).await;
+        assert_eq!(page.status, 404, "GET {path}");
+        page.assert_contains("There is nothing here");
+        page.assert_lacks("ada jobs");
+    }
+    let posts: Vec<(String, Vec<(&str, &str)>)> = vec![
+        (format!("{q}/tokens"), vec![("name", "stolen"), ("scopes", "send")]),
+        (revoke.clone(), vec![]),
+        (format!("{q}/dead-letters/purge"), vec![]),
+        (
+            format!("{q}/settings"),
+            vec![
+                ("visibility_timeout_seconds", "5"),
+                ("max_attempts", "1"),
+                ("payload_size", "1048576"),
+                ("storage_limit_mib", "1"),
+            ],
+        ),
+        (format!("{q}/pause"), vec![]),
+        (format!("{q}/delete"), vec![("confirm_name", "ada jobs")]),
+    ];
+    for (path, fields) in posts {
+        bob.get("/").await;
+        let page = bob.post(&path, &fields).await;
+        assert_eq!(page.status, 404, "POST {path}: {}", page.body);
+    }
+    let queue = queue_of(&app, "ada@example.com", "ada-jobs").await;
+    assert!(!queue.paused);
+    assert_eq!(queue.max_attempts, 5);
+    assert!(ada.get("/queues/ada-jobs/tokens").await.body.contains("Never"));
+    ada.get("/queues/ada-jobs/tokens").await.assert_lacks("stolen");
+}

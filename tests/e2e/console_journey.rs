@@ -1,0 +1,347 @@
+//! The console in a real browser: headless Chromium driven over WebDriver (chromedriver) against
+//! the real `aqs` binary. A member signs up, creates a queue and reads its token off the page,
+//! publishes with the real `curl`, watches the depth change on the Overview (refreshed in place),
+//! consumes through the API, sees a failed message reach the dead letters and replays it, mints and
+//! revokes a token, and logs out and in again. Every page is saved as a screenshot under
+//! `$AQS_TEST_OUTPUT/screenshots/` for review.
+
+use crate::harness::{Redis, Server, free_port, fresh_database};
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const PASSWORD: &str = "correct horse battery";
+
+/// chromedriver on a free port, with Chromium in a fresh profile; both end with the test.
+struct Browser {
+    client: Client,
+    driver: Child,
+    profile: PathBuf,
+    screenshots: PathBuf,
+}
+
+impl Browser {
+    async fn start() -> Self {
+        let chromium = std::env::var("AQS_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+        let chromedriver = std::env::var("AQS_CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
+        assert!(
+            std::path::Path::new(&chromium).exists() && std::path::Path::new(&chromedriver).exists(),
+            "{chromium} and {chromedriver} are needed (infra/test installs chromium and chromium-driver)"
+        );
+        let port = free_port();
+        let driver = Command::new(&chromedriver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chromedriver");
+        let profile = std::env::temp_dir().join(format!("aqs-e2e-chromium-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&profile).unwrap();
+        let args = [
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--window-size=1280,1100",
+            &format!("--user-data-dir={}", profile.display()),
+        ];
+        let mut capabilities = serde_json::Map::new();
+        capabilities.insert("goog:chromeOptions".into(), json!({ "binary": chromium, "args": args }));
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let client = loop {
+            match ClientBuilder::new(connector.clone())
+                .capabilities(capabilities.clone())
+                .connect(&format!("http://127.0.0.1:{port}"))
+                .await
+            {
+                Ok(client) => break client,
+                Err(_) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(err) => panic!("cannot start a Chromium session through chromedriver: {err}"),
+            }
+        };
+        let output = std::env::var("AQS_TEST_OUTPUT").unwrap_or_else(|_| "test-output".into());
+        let screenshots = PathBuf::from(output).join("screenshots");
+        std::fs::create_dir_all(&screenshots).unwrap();
+        Self { client, driver, profile, screenshots }
+    }
+
+    async fn screenshot(&self, page: &str) {
+        let png = self.client.screenshot().await.expect("screenshot");
+        std::fs::write(self.screenshots.join(format!("{page}.png")), png).expect("write screenshot");
+    }
+
+    async fn goto(&self, url: &str) {
+        self.client.goto(url).await.expect("goto");
+    }
+
+    async fn css(&self, selector: &str) -> fantoccini::elements::Element {
+        self.client
+            .wait()
+            .at_most(Duration::from_secs(10))
+            .for_element(Locator::Css(selector))
+            .await
+            .unwrap_or_else(|err| panic!("no element {selector}: {err}"))
+    }
+
+    async fn text(&self, selector: &str) -> String {
+        self.css(selector).await.text().await.expect("text")
+    }
+
+    async fn fill(&self, selector: &str, value: &str) {
+        let input = self.css(selector).await;
+        input.clear().await.expect("clear");
+        input.send_keys(value).await.expect("type");
+    }
+
+    async fn click(&self, selector: &str) {
+        self.css(selector).await.click().await.unwrap_or_else(|err| panic!("click {selector}: {err}"));
+    }
+
+    async fn body(&self) -> String {
+        self.text("body").await
+    }
+
+    async fn path(&self) -> String {
+        self.client.current_url().await.expect("url").path().to_owned()
+    }
+
+    /// Waits until `selector`'s text satisfies `ok`, without navigating: for content that changes
+    /// in place.
+    async fn wait_for_text(&self, selector: &str, timeout: Duration, ok: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let text = self.text(selector).await;
+            if ok(&text) {
+                return text;
+            }
+            assert!(Instant::now() < deadline, "{selector} still reads {text:?}");
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+}
+
+/// Ends the Chromium processes that use `profile`, found by their command line. A test that panics
+/// never closes its session, and killing chromedriver leaves its browser running.
+fn end_browser(profile: &std::path::Path) {
+    let marker = format!("--user-data-dir={}", profile.display());
+    let Ok(entries) = std::fs::read_dir("/proc") else { return };
+    for entry in entries.flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        if String::from_utf8_lossy(&cmdline).split('\0').any(|arg| arg == marker)
+            && let Err(err) = Command::new("kill").args(["-9", &pid]).status()
+        {
+            eprintln!("cannot end browser process {pid}: {err}");
+        }
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        end_browser(&self.profile);
+        if let Err(err) = self.driver.kill() {
+            eprintln!("chromedriver already gone: {err}");
+        }
+        if let Err(err) = self.driver.wait() {
+            eprintln!("cannot reap chromedriver: {err}");
+        }
+        if let Err(err) = std::fs::remove_dir_all(&self.profile) {
+            eprintln!("cannot remove the browser profile: {err}");
+        }
+    }
+}
+
+/// Runs the real `curl`: (HTTP status, JSON body).
+fn curl(method: &str, url: &str, token: &str, body: &Value) -> (u16, Value) {
+    let output = Command::new("curl")
+        .args(["-sS", "-X", method, url, "-H", &format!("Authorization: Bearer {token}")])
+        .args(["-H", "Content-Type: application/json", "-d", &body.to_string(), "-w", "\n%{http_code}"])
+        .output()
+        .expect("curl must be installed (infra/test installs it)");
+    assert!(output.status.success(), "curl failed: {}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let (json, status) = text.rsplit_once('\n').unwrap();
+    (status.trim().parse().unwrap(), serde_json::from_str(json).unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_runs_a_queue_from_the_console() {
+    let redis = Redis::start("everysec");
+    let database = fresh_database().await;
+    let server = Server::start(&database, &redis.url(), "econsole").await;
+    let base = server.base();
+    let browser = Browser::start().await;
+    let email = format!("ada-{}@example.com", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+
+    // Logged out, the console sends us to log in; from there, sign up.
+    browser.goto(&base).await;
+    assert_eq!(browser.path().await, "/login");
+    browser.click("a[href='/signup']").await;
+    browser.fill("#email", &email).await;
+    browser.fill("#password", PASSWORD).await;
+    browser.screenshot("signup").await;
+    browser.click("form button[type=submit]").await;
+    browser.wait_for_text("main", Duration::from_secs(10), |t| t.contains("No queues yet")).await;
+    assert!(browser.body().await.contains("Welcome to AQS."));
+    browser.screenshot("queues-empty").await;
+
+    // Create a queue: one attempt, so a failed message goes straight to the dead letters.
+    browser.click("main a.button.primary[href='/new']").await;
+    browser.fill("#name", "Image jobs").await;
+    let preview =
+        browser.wait_for_text("#slug-preview", Duration::from_secs(10), |t| t.ends_with("/queue/v1/image-jobs")).await;
+    assert_eq!(preview, format!("{base}/queue/v1/image-jobs"));
+    browser.fill("#attempts", "1").await;
+    browser.screenshot("create-queue").await;
+    browser.click("button[name=intent][value=create]").await;
+    let secret = browser.css("#token-secret").await.prop("value").await.unwrap().expect("the secret");
+    assert!(secret.starts_with("acq_"), "{secret}");
+    let page = browser.body().await;
+    assert!(page.contains(
+        "Treat it as a privileged token and keep it server-side: never put it in browser code or source control."
+    ));
+    let copy = browser.css("button[data-copy=token-secret]").await;
+    assert!(copy.is_displayed().await.unwrap(), "the script shows the copy button");
+    copy.click().await.unwrap();
+    browser.wait_for_text(".copy-status", Duration::from_secs(5), |t| !t.is_empty()).await;
+    browser.screenshot("queue-created").await;
+
+    // Publish three messages with curl; the Overview shows them.
+    let address = format!("{base}/queue/v1/image-jobs");
+    for n in 1..=3 {
+        let body = json!({"body": format!("{{\"type\":\"resize\",\"key\":\"avatars/{n}.png\"}}"), "content_type": "application/json"});
+        let (status, answer) = curl("POST", &format!("{address}/messages"), &secret, &body);
+        assert_eq!(status, 201, "{answer}");
+    }
+    browser.click("a[href='/queues/image-jobs']").await;
+    assert_eq!(browser.text("#depth-ready").await, "3");
+    assert_eq!(browser.text("#published-today").await, "3");
+    browser.screenshot("overview").await;
+
+    // A fourth publish shows up without reloading: the script refreshes the figures in place.
+    browser.client.execute("window.__sameDocument = true;", vec![]).await.unwrap();
+    let body = json!({"body": "plain text", "content_type": "text/plain"});
+    assert_eq!(curl("POST", &format!("{address}/messages"), &secret, &body).0, 201);
+    browser.wait_for_text("#depth-ready", Duration::from_secs(15), |t| t == "4").await;
+    let same = browser.client.execute("return window.__sameDocument === true;", vec![]).await.unwrap();
+    assert_eq!(same, json!(true), "updated in place, not by reloading the page");
+
+    browser.click("nav.tabs a[href='/queues/image-jobs/messages']").await;
+    let messages = browser.body().await;
+    assert!(messages.contains("\"key\": \"avatars/1.png\""), "pretty JSON: {messages}");
+    browser.screenshot("messages").await;
+
+    // Consume through the API: acknowledge three, fail one with an error.
+    let (status, batch) = curl(
+        "POST",
+        &format!("{address}/consume"),
+        &secret,
+        &json!({"max_messages": 10, "max_wait_seconds": 1, "visibility_seconds": 30}),
+    );
+    assert_eq!(status, 200, "{batch}");
+    let receipts: Vec<String> =
+        batch["messages"].as_array().unwrap().iter().map(|m| m["receipt"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(receipts.len(), 4);
+    let (status, acked) = curl("POST", &format!("{address}/ack"), &secret, &json!({"receipts": receipts[..3]}));
+    assert_eq!(status, 200, "{acked}");
+    let failed = json!({"receipts": [receipts[3]], "error": "resize failed: image too large"});
+    let (status, nacked) = curl("POST", &format!("{address}/nack"), &secret, &failed);
+    assert_eq!(status, 200, "{nacked}");
+
+    browser.click("nav.tabs a[href='/queues/image-jobs']").await;
+    assert_eq!(browser.text("#depth-total").await, "0");
+    assert_eq!(browser.text("#delivered-today").await, "4");
+    assert_eq!(browser.text("#dead-letters").await, "1");
+    browser.screenshot("overview-after-consume").await;
+
+    // The dead letter, its reason and attempts; replay it after confirming.
+    browser.click("nav.tabs a[href='/queues/image-jobs/dead-letters']").await;
+    let letters = browser.text("main").await;
+    assert!(letters.contains("resize failed: image too large"), "{letters}");
+    browser.screenshot("dead-letters").await;
+    browser.click("ol.messages a.button[href*='/dead-letters/replay?id=']").await;
+    assert!(browser.text("main h2").await.starts_with("Replay dead letter "));
+    browser.screenshot("dead-letter-replay").await;
+    browser.click("main form button[type=submit]").await;
+    browser.wait_for_text(".flash", Duration::from_secs(10), |t| t == "Replayed 1 dead letter.").await;
+    assert!(browser.body().await.contains("No dead letters."));
+    browser.click("nav.tabs a[href='/queues/image-jobs']").await;
+    assert_eq!(browser.text("#depth-ready").await, "1");
+    assert_eq!(browser.text("#dead-letters").await, "0");
+
+    // Tokens: mint one (shown once, and it works), then revoke it after confirming.
+    browser.click("nav.tabs a[href='/queues/image-jobs/tokens']").await;
+    browser.fill("#token-name", "resize worker").await;
+    browser.click("form[action$='/tokens'] button[type=submit]").await;
+    let worker = browser.css("#token-secret").await.prop("value").await.unwrap().expect("the new secret");
+    browser.screenshot("token-created").await;
+    let hello = json!({"body": "hello"});
+    assert_eq!(curl("POST", &format!("{address}/messages"), &worker, &hello).0, 201);
+    browser.click("a[href='/queues/image-jobs/tokens']").await;
+    browser.screenshot("tokens").await;
+    browser.click("tbody tr:last-child a.danger-link").await;
+    assert!(browser.text("main h2").await.contains("resize worker"));
+    browser.screenshot("token-revoke").await;
+    browser.click("main form button.danger").await;
+    browser.wait_for_text(".flash", Duration::from_secs(10), |t| t.contains("revoked")).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while curl("POST", &format!("{address}/messages"), &worker, &hello).0 != 401 {
+        assert!(Instant::now() < deadline, "a revoked token is refused within a second or so");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
+    // Settings: a wrong name does not delete the queue.
+    browser.click("nav.tabs a[href='/queues/image-jobs/settings']").await;
+    browser.screenshot("settings").await;
+    browser.fill("#confirm-name", "image-jobs").await;
+    browser.click("form[action$='/delete'] button").await;
+    assert!(browser.text("#confirm-name-error").await.contains("type Image jobs exactly"));
+    browser
+        .client
+        .execute("document.getElementById('confirm-name').scrollIntoView({block: 'center'});", vec![])
+        .await
+        .unwrap();
+    browser.screenshot("settings-delete-error").await;
+
+    // At phone width the pages still read well.
+    browser.client.set_window_size(390, 900).await.unwrap();
+    browser.goto(&base).await;
+    browser.screenshot("queues-phone").await;
+    browser.goto(&format!("{base}/queues/image-jobs")).await;
+    browser.screenshot("overview-phone").await;
+    browser.client.set_window_size(1280, 1100).await.unwrap();
+
+    // Log out, then back in.
+    browser.goto(&base).await;
+    browser.screenshot("queues").await;
+    browser.click("form[action='/logout'] button").await;
+    browser.wait_for_text(".flash", Duration::from_secs(10), |t| t == "You are logged out.").await;
+    assert_eq!(browser.path().await, "/login");
+    browser.screenshot("login").await;
+    browser.fill("#email", &email).await;
+    browser.fill("#password", "not my password").await;
+    browser.click("form button[type=submit]").await;
+    browser.wait_for_text(".error-summary", Duration::from_secs(10), |t| t == "Wrong email or password.").await;
+    browser.screenshot("login-error").await;
+    browser.fill("#password", PASSWORD).await;
+    browser.click("form button[type=submit]").await;
+    browser.wait_for_text("main", Duration::from_secs(10), |t| t.contains("Image jobs")).await;
+    assert_eq!(browser.path().await, "/");
+
+    if let Err(err) = browser.client.clone().close().await {
+        eprintln!("closing the browser session: {err}");
+    }
+    drop(server);
+}
