@@ -16,15 +16,15 @@ pub mod load;
 pub mod monitor;
 pub mod proc_status;
 pub mod redis_stats;
-pub mod result;
 pub mod scale;
+pub mod scenario_result;
 pub mod scenarios;
 pub mod schedule;
 pub mod table;
 
 pub use bullmq::BullmqResults;
-pub use result::{ScenarioResult, Target};
 pub use scale::Scale;
+pub use scenario_result::{ScenarioResult, Target};
 
 use anyhow::Context;
 use tokio::net::TcpListener;

@@ -1,7 +1,7 @@
 //! The readable table printed after a run: one row per result, columns padded to their widest
 //! cell (counted in characters, since the target column uses `≥`, `≤` and `×`).
 
-use crate::result::ScenarioResult;
+use crate::scenario_result::ScenarioResult;
 
 const HEADERS: [&str; 10] =
     ["scenario", "aqs", "unit", "baseline", "baseline value", "ratio", "p50 ms", "p99 ms", "target", "met"];
@@ -78,7 +78,7 @@ fn push_row(out: &mut String, cells: &[String; 10], widths: &[usize; 10]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::Target;
+    use crate::scenario_result::Target;
 
     #[test]
     fn columns_line_up_and_targets_are_judged() {

@@ -7,7 +7,7 @@ use super::{Ctx, progress, redis_cost};
 use crate::api::{BenchQueue, Consumed, ack_body, sample_body};
 use crate::client::{Call, Target};
 use crate::load::{Tally, Window};
-use crate::result::{ScenarioResult, Target as Goal};
+use crate::scenario_result::{ScenarioResult, Target as Goal};
 use hyper::StatusCode;
 use serde::Deserialize;
 use std::sync::Arc;

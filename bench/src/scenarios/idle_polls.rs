@@ -8,7 +8,7 @@ use crate::api::{Consumed, ack_body, timed_body};
 use crate::client::{Call, Target};
 use crate::latency::Latencies;
 use crate::proc_status::rss_bytes;
-use crate::result::{ScenarioResult, Target as Goal};
+use crate::scenario_result::{ScenarioResult, Target as Goal};
 use anyhow::Context;
 use hyper::StatusCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -4,7 +4,7 @@
 use super::{Ctx, progress};
 use crate::api::sample_body;
 use crate::redis_stats::RedisProbe;
-use crate::result::{ScenarioResult, Target};
+use crate::scenario_result::{ScenarioResult, Target};
 use hyper::StatusCode;
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 use super::{Ctx, progress, redis_cost};
 use crate::api::sample_body;
 use crate::load::{Window, closed_loop};
-use crate::result::{ScenarioResult, Target};
+use crate::scenario_result::{ScenarioResult, Target};
 use hyper::StatusCode;
 
 const SCENARIO: &str = "publish_batch_100";

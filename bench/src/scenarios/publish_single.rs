@@ -6,7 +6,7 @@
 use super::{Ctx, open_loop, progress, redis_cost};
 use crate::api::sample_body;
 use crate::load::{Window, closed_loop};
-use crate::result::{ScenarioResult, Target};
+use crate::scenario_result::{ScenarioResult, Target};
 use hyper::StatusCode;
 use std::collections::HashMap;
 

@@ -7,7 +7,7 @@
 use crate::client::{Call, Target};
 use crate::monitor::{Monitor, redis_addr};
 use crate::redis_stats::{RedisCost, RedisProbe, cost_per_message, is_script_command};
-use crate::result::ScenarioResult;
+use crate::scenario_result::ScenarioResult;
 use anyhow::Context;
 use hyper::StatusCode;
 use std::collections::HashMap;

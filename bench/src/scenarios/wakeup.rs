@@ -5,7 +5,7 @@
 use super::{Ctx, progress};
 use crate::api::{Consumed, ack_body, timed_body};
 use crate::latency::Latencies;
-use crate::result::{ScenarioResult, Target};
+use crate::scenario_result::{ScenarioResult, Target};
 use anyhow::Context;
 use hyper::StatusCode;
 use std::time::{Duration, Instant};
