@@ -3,6 +3,8 @@
 //! - [`Visitor`]: anyone; their cookies, whether the request came over TLS, and the flash message;
 //! - [`CurrentMember`]: a logged-in member (the session cookie verified by the control plane), or
 //!   a redirect to the log-in page;
+//! - [`CurrentOperator`]: a logged-in operator, or the 404 page for everyone else (logged out
+//!   included), so that operator pages do not reveal that they exist;
 //! - [`FormData`]: the posted fields, by name (the CSRF guard has already checked the token).
 
 use crate::cookies::{self, Cookies};
@@ -11,7 +13,7 @@ use crate::error::ConsoleError;
 use crate::flash;
 use crate::layout::Chrome;
 use crate::state::ConsoleState;
-use aqs_control_plane::{MemberId, auth};
+use aqs_control_plane::{AuthOperator, MemberId, auth};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use std::convert::Infallible;
@@ -39,12 +41,16 @@ pub(crate) struct CurrentMember {
     pub csrf: String,
     pub flash: Option<String>,
     pub secure: bool,
+    /// The operator proof, for members with the operator role.
+    pub operator: Option<AuthOperator>,
 }
 
 impl CurrentMember {
     /// The layout of a member page.
     pub(crate) fn chrome(&self, title: impl Into<String>) -> Chrome {
-        Chrome::new(title, Some(self.email.clone()), self.csrf.clone(), self.flash.clone())
+        let mut chrome = Chrome::new(title, Some(self.email.clone()), self.csrf.clone(), self.flash.clone());
+        chrome.operator = self.operator.is_some();
+        chrome
     }
 }
 
@@ -57,11 +63,31 @@ impl FromRequestParts<ConsoleState> for CurrentMember {
         let member = auth::verify_session(state.control(), session).await?;
         Ok(Self {
             id: member.id,
-            email: member.email,
+            email: member.email.clone(),
             csrf: csrf::token(state, session),
             flash: visitor.flash,
             secure: visitor.secure,
+            operator: AuthOperator::from_member(member),
         })
+    }
+}
+
+pub(crate) struct CurrentOperator {
+    pub member: CurrentMember,
+    pub operator: AuthOperator,
+}
+
+impl FromRequestParts<ConsoleState> for CurrentOperator {
+    type Rejection = ConsoleError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &ConsoleState) -> Result<Self, Self::Rejection> {
+        let mut member = match CurrentMember::from_request_parts(parts, state).await {
+            Ok(member) => member,
+            Err(ConsoleError::Unavailable) => return Err(ConsoleError::Unavailable),
+            Err(_) => return Err(ConsoleError::NotFound),
+        };
+        let operator = member.operator.take().ok_or(ConsoleError::NotFound)?;
+        Ok(Self { member, operator })
     }
 }
 

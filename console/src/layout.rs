@@ -1,6 +1,6 @@
 //! `Chrome`: what the shared layout (`templates/base.html`) needs on every page: the title, the
-//! member's email and the log-out form's CSRF token when someone is logged in, the flash message,
-//! and the asset addresses.
+//! member's email and the log-out form's CSRF token when someone is logged in, whether they are an
+//! operator (a link to the operator page), the flash message, and the asset addresses.
 
 use crate::assets;
 
@@ -11,13 +11,23 @@ pub(crate) struct Chrome {
     /// The CSRF token every form on the page carries.
     pub csrf: String,
     pub flash: Option<String>,
+    /// Shows the link to the operator page.
+    pub operator: bool,
     pub css: &'static str,
     pub js: &'static str,
 }
 
 impl Chrome {
     pub(crate) fn new(title: impl Into<String>, member: Option<String>, csrf: String, flash: Option<String>) -> Self {
-        Self { title: title.into(), member, csrf, flash, css: assets::css_href(), js: assets::js_href() }
+        Self {
+            title: title.into(),
+            member,
+            csrf,
+            flash,
+            operator: false,
+            css: assets::css_href(),
+            js: assets::js_href(),
+        }
     }
 
     /// For error pages: no member, no forms.

@@ -1,5 +1,6 @@
 //! The web console for members, served at `/`: server-rendered askama pages over the control plane
-//! (members, queues, tokens) and the data-plane engine (depth, stats, peek, dead letters).
+//! (members, queues, tokens, push targets, and the operators' callback URLs) and the data-plane
+//! engine (depth, stats, peek, dead letters).
 //!
 //! Every page works without JavaScript. `static/console.js` only adds small enhancements: the copy
 //! button, the live slug preview and the Overview refreshing a fragment instead of the whole page.
@@ -54,10 +55,17 @@ pub fn router(config: &Config, control: ControlPlane, data: DataPlane) -> Router
         .route("/queues/{slug}/tokens/{id}/revoke", get(pages::tokens::confirm_revoke).post(pages::tokens::revoke))
         .route("/queues/{slug}/dead-letters", get(pages::dead_letters::show))
         .route("/queues/{slug}/dead-letters/{action}", get(pages::dead_letters::confirm).post(pages::dead_letters::act))
+        .route("/queues/{slug}/push", get(pages::push::show).post(pages::push::set))
+        .route("/queues/{slug}/push/{action}", get(pages::push_actions::confirm).post(pages::push_actions::act))
         .route("/queues/{slug}/settings", get(pages::settings::show).post(pages::settings::update))
         .route("/queues/{slug}/pause", post(pages::settings::pause))
         .route("/queues/{slug}/resume", post(pages::settings::resume))
         .route("/queues/{slug}/delete", post(pages::settings::delete))
+        .route("/admin/callback-urls", get(pages::callback_urls::show).post(pages::callback_urls::add))
+        .route(
+            "/admin/callback-urls/remove",
+            get(pages::callback_urls::confirm_remove).post(pages::callback_urls::remove),
+        )
         .route("/static/{file}", get(assets::serve))
         .layer(middleware::from_fn_with_state(state.clone(), csrf::guard))
         .layer(middleware::from_fn_with_state(state.clone(), headers::page_headers))

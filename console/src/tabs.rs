@@ -9,12 +9,13 @@ pub enum Tab {
     Messages,
     Tokens,
     DeadLetters,
+    Push,
     Settings,
 }
 
 impl Tab {
     /// In the order they appear.
-    pub const ALL: [Tab; 5] = [Tab::Overview, Tab::Messages, Tab::Tokens, Tab::DeadLetters, Tab::Settings];
+    pub const ALL: [Tab; 6] = [Tab::Overview, Tab::Messages, Tab::Tokens, Tab::DeadLetters, Tab::Push, Tab::Settings];
 
     pub fn label(self) -> &'static str {
         match self {
@@ -22,6 +23,7 @@ impl Tab {
             Tab::Messages => "Messages",
             Tab::Tokens => "Tokens",
             Tab::DeadLetters => "Dead letters",
+            Tab::Push => "Push",
             Tab::Settings => "Settings",
         }
     }
@@ -33,6 +35,7 @@ impl Tab {
             Tab::Messages => "/messages",
             Tab::Tokens => "/tokens",
             Tab::DeadLetters => "/dead-letters",
+            Tab::Push => "/push",
             Tab::Settings => "/settings",
         }
     }

@@ -4,9 +4,12 @@
 
 mod pages {
     mod auth;
+    mod callback_urls;
     mod csrf;
     mod dead_letters;
     mod overview;
+    mod push;
+    mod push_deliveries;
     mod queues;
     mod settings;
     mod support;

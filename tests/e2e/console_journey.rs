@@ -2,8 +2,9 @@
 //! the real `aqs` binary. A member signs up, creates a queue and reads its token off the page,
 //! publishes with the real `curl`, watches the depth change on the Overview (refreshed in place),
 //! consumes through the API, sees a failed message reach the dead letters and replays it, mints and
-//! revokes a token, and logs out and in again. Every page is saved as a screenshot under
-//! `$AQS_TEST_OUTPUT/screenshots/` for review.
+//! revokes a token, has an operator authorise a callback URL on the operator page, turns push on
+//! (a handler on loopback) and watches its deliveries, and logs out and in again. Every page is
+//! saved as a screenshot under `$AQS_TEST_OUTPUT/screenshots/` for review.
 
 use crate::harness::{Redis, Server, free_port, fresh_database};
 use fantoccini::{Client, ClientBuilder, Locator};
@@ -13,6 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const PASSWORD: &str = "correct horse battery";
+const OPERATOR: &str = "console-operator@example.com";
 
 /// chromedriver on a free port, with Chromium in a fresh profile; both end with the test.
 struct Browser {
@@ -176,11 +178,41 @@ fn curl(method: &str, url: &str, token: &str, body: &Value) -> (u16, Value) {
     (status.trim().parse().unwrap(), serde_json::from_str(json).unwrap_or(Value::Null))
 }
 
+/// A push handler on loopback: 422 to a body that contains "reject", 200 to any other.
+async fn push_handler() -> String {
+    let app = axum::Router::new().fallback(|body: String| async move {
+        if body.contains("reject") {
+            (axum::http::StatusCode::UNPROCESSABLE_ENTITY, "unknown job type")
+        } else {
+            (axum::http::StatusCode::OK, "done")
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://127.0.0.1:{}/", listener.local_addr().unwrap().port());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}
+
+impl Browser {
+    async fn log_in(&self, email: &str) {
+        self.fill("#email", email).await;
+        self.fill("#password", PASSWORD).await;
+        self.click("form button[type=submit]").await;
+        self.wait_for_text("main", Duration::from_secs(10), |t| t.contains("Your queues")).await;
+    }
+
+    async fn log_out(&self) {
+        self.click("form[action='/logout'] button").await;
+        self.wait_for_text(".flash", Duration::from_secs(10), |t| t == "You are logged out.").await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_runs_a_queue_from_the_console() {
     let redis = Redis::start("everysec");
     let database = fresh_database().await;
-    let server = Server::start(&database, &redis.url(), "econsole").await;
+    let env = [("AQS_PUSH_ALLOW_PRIVATE_NETWORKS", "true"), ("AQS_OPERATOR_EMAILS", OPERATOR)];
+    let server = Server::start_with_env(&database, &redis.url(), "econsole", &env).await;
     let base = server.base();
     let browser = Browser::start().await;
     let email = format!("ada-{}@example.com", &uuid::Uuid::new_v4().simple().to_string()[..8]);
@@ -302,6 +334,69 @@ async fn a_member_runs_a_queue_from_the_console() {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 
+    // An operator authorises the member's callback URL on the operator page.
+    let handler_url = push_handler().await;
+    let operator = reqwest::Client::new()
+        .post(format!("{base}/api/v1/auth/signup"))
+        .json(&json!({"email": OPERATOR, "password": PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(operator.status(), 201);
+    browser.goto(&base).await;
+    browser.log_out().await;
+    browser.log_in(OPERATOR).await;
+    browser.click("nav.account a[href='/admin/callback-urls']").await;
+    browser.fill("#member-email", &email).await;
+    browser.click("form[action='/admin/callback-urls'][method=get] button").await;
+    browser.wait_for_text("main", Duration::from_secs(10), |t| t.contains("None yet")).await;
+    browser.fill("#prefix", &handler_url).await;
+    browser.click("form[action='/admin/callback-urls'][method=post] button").await;
+    browser.wait_for_text(".flash", Duration::from_secs(10), |t| t.starts_with("Authorised ")).await;
+    browser.screenshot("admin-callback-urls").await;
+    browser.log_out().await;
+    browser.log_in(&email).await;
+
+    // Push: the server's rule beside the field, then the handler on loopback, its secret once.
+    browser.goto(&format!("{base}/queues/image-jobs/push")).await;
+    assert!(browser.body().await.contains("Push is off."));
+    assert!(browser.text("#callback-prefixes").await.contains(&handler_url));
+    browser.fill("#handler-url", "https://elsewhere.example.com/hook").await;
+    browser.click("form[action$='/push'] button[type=submit]").await;
+    let error = browser.text("#handler-url-error").await;
+    assert!(error.starts_with("Not among the callback URLs authorised for your account"), "{error}");
+    browser.screenshot("push-error").await;
+    browser.fill("#handler-url", &format!("{handler_url}image-jobs")).await;
+    browser.click("form[action$='/push'] button[type=submit]").await;
+    let signing = browser.css("#signing-secret").await.prop("value").await.unwrap().expect("the signing secret");
+    assert!(signing.starts_with("whsec_"), "{signing}");
+    browser.screenshot("push-secret").await;
+    browser.click("main a.button.primary[href='/queues/image-jobs/push']").await;
+    assert!(!browser.client.source().await.unwrap().contains(&signing), "shown once");
+
+    // The two waiting messages are pushed and acknowledged; one the handler refuses is dead-lettered.
+    let reject = json!({"body": "{\"type\":\"reject\"}", "content_type": "application/json"});
+    assert_eq!(curl("POST", &format!("{address}/messages"), &secret, &reject).0, 201);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        browser.goto(&format!("{base}/queues/image-jobs/push")).await;
+        let rows = browser.client.find_all(Locator::Css("table.deliveries tbody tr")).await.unwrap().len();
+        if rows >= 3 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{rows} deliveries listed");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let log = browser.text("table.deliveries").await;
+    assert!(log.contains("Acknowledged") && log.contains("Dead-lettered") && log.contains("unknown job type"), "{log}");
+    browser.screenshot("push").await;
+    browser.click("a[href='/queues/image-jobs/push/rotate-secret']").await;
+    assert!(browser.body().await.contains("The old secret keeps working for 24 hours"));
+    browser.screenshot("push-rotate").await;
+    browser.click("main form button[type=submit]").await;
+    let rotated = browser.css("#signing-secret").await.prop("value").await.unwrap().expect("a new secret");
+    assert_ne!(rotated, signing);
+
     // Settings: a wrong name does not delete the queue.
     browser.click("nav.tabs a[href='/queues/image-jobs/settings']").await;
     browser.screenshot("settings").await;
@@ -321,6 +416,8 @@ async fn a_member_runs_a_queue_from_the_console() {
     browser.screenshot("queues-phone").await;
     browser.goto(&format!("{base}/queues/image-jobs")).await;
     browser.screenshot("overview-phone").await;
+    browser.goto(&format!("{base}/queues/image-jobs/push")).await;
+    browser.screenshot("push-phone").await;
     browser.client.set_window_size(1280, 1100).await.unwrap();
 
     // Log out, then back in.

@@ -3,10 +3,14 @@
 //! learn from a queue the member owns), then render a template.
 
 pub(crate) mod auth;
+pub(crate) mod callback_urls;
 pub(crate) mod create_queue;
 pub(crate) mod dead_letters;
 pub(crate) mod messages;
 pub(crate) mod overview;
+pub(crate) mod push;
+pub(crate) mod push_actions;
+pub(crate) mod push_log;
 pub(crate) mod queue_list;
 pub(crate) mod settings;
 pub(crate) mod tokens;

@@ -1,5 +1,6 @@
-//! `spawn_console`: the console router over the test's database and a unique Redis namespace, and
-//! `Visitor`, a cookie-keeping client that reads the CSRF token off each page like a browser.
+//! `spawn_console`: the console router over the test's database and a unique Redis namespace (with
+//! `spawn_console_delivering`, also the data plane's background tasks, push dispatchers included),
+//! and `Visitor`, a cookie-keeping client that reads the CSRF token off each page like a browser.
 
 use aqs_control_plane::{ControlPlane, Queue, queues};
 use aqs_core::config::Config;
@@ -12,6 +13,8 @@ use reqwest::header::{HeaderMap, LOCATION, SET_COOKIE};
 use sqlx::PgPool;
 
 pub const PASSWORD: &str = "correct horse battery";
+/// Signing up with this email makes an operator (`AQS_OPERATOR_EMAILS`).
+pub const OPERATOR: &str = "operator@example.com";
 
 pub struct TestConsole {
     pub base: String,
@@ -24,11 +27,25 @@ pub fn redis_url() -> String {
 }
 
 pub async fn spawn_console(db: PgPool) -> TestConsole {
+    spawn(db, false).await
+}
+
+/// With the sweeper, the wake-up subscriber and the push supervisor running, so that a queue with
+/// a push target really calls its handler (private addresses are allowed in tests).
+pub async fn spawn_console_delivering(db: PgPool) -> TestConsole {
+    spawn(db, true).await
+}
+
+async fn spawn(db: PgPool, background: bool) -> TestConsole {
     let namespace = format!("t{:016x}", rand::random::<u64>());
-    let config = Config::for_tests("", &redis_url(), &namespace);
+    let mut config = Config::for_tests("", &redis_url(), &namespace);
+    config.operator_emails = OPERATOR.into();
     let redis = redis_conn::connect(&config.redis_urls()).await.expect("test Redis");
     let cp = ControlPlane::new(&config, db, redis.clone()).await.expect("control plane");
     let dp = DataPlane::new(&config, redis).await.expect("data plane");
+    if background {
+        aqs_data_plane::spawn_background(&dp, tokio_util::sync::CancellationToken::new());
+    }
     let engine = dp.engine.clone();
     let app = aqs_console::router(&config, cp.clone(), dp);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -71,6 +88,14 @@ impl Page {
     /// The token secret shown once after creating a queue or a token.
     pub fn secret(&self) -> Option<String> {
         let marker = "id=\"token-secret\" type=\"text\" readonly value=\"";
+        let start = self.body.find(marker)? + marker.len();
+        let end = self.body[start..].find('"')?;
+        Some(self.body[start..start + end].to_owned())
+    }
+
+    /// The push signing secret shown once after turning push on or rotating.
+    pub fn signing_secret(&self) -> Option<String> {
+        let marker = "id=\"signing-secret\" type=\"text\" readonly value=\"";
         let start = self.body.find(marker)? + marker.len();
         let end = self.body[start..].find('"')?;
         Some(self.body[start..start + end].to_owned())

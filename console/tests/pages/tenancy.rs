@@ -27,6 +27,9 @@ async fn another_members_queue_is_a_404_page_everywhere(db: PgPool) {
         format!("{q}/dead-letters"),
         format!("{q}/dead-letters/purge"),
         format!("{q}/settings"),
+        format!("{q}/push"),
+        format!("{q}/push/stop"),
+        format!("{q}/push/rotate-secret"),
         revoke.clone(),
     ] {
         let page = bob.get(&path).await;
@@ -48,6 +51,8 @@ async fn another_members_queue_is_a_404_page_everywhere(db: PgPool) {
             ],
         ),
         (format!("{q}/pause"), vec![]),
+        (format!("{q}/push"), vec![("handler_url", "http://127.0.0.1:9/stolen")]),
+        (format!("{q}/push/stop"), vec![]),
         (format!("{q}/delete"), vec![("confirm_name", "ada jobs")]),
     ];
     for (path, fields) in posts {
