@@ -208,6 +208,23 @@ impl Drop for Server {
     }
 }
 
+/// Signs a member up with the tests' password; returns the answer, `{member, session}`.
+pub async fn sign_up(http: &reqwest::Client, base: &str, email: &str) -> Value {
+    let response = http
+        .post(format!("{base}/api/v1/auth/signup"))
+        .json(&json!({"email": email, "password": "correct horse battery"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201, "sign-up of {email}");
+    response.json().await.unwrap()
+}
+
+/// GETs `url` with a bearer credential (a session or a queue token) and returns the JSON answer.
+pub async fn get_json(http: &reqwest::Client, url: &str, bearer: &str) -> Value {
+    http.get(url).bearer_auth(bearer).send().await.unwrap().json().await.unwrap()
+}
+
 /// A member with one queue, talking HTTP to a server.
 pub struct Tenant {
     pub http: reqwest::Client,
@@ -221,16 +238,7 @@ impl Tenant {
     pub async fn sign_up(server: &Server, queue: Value) -> Self {
         let http = reqwest::Client::new();
         let base = server.base();
-        let email = format!("{}@example.com", unique("m"));
-        let signup: Value = http
-            .post(format!("{base}/api/v1/auth/signup"))
-            .json(&json!({"email": email, "password": "correct horse battery"}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let signup = sign_up(&http, &base, &format!("{}@example.com", unique("m"))).await;
         let session = signup["session"].as_str().expect("signup returns a session").to_owned();
         let created: Value = http
             .post(format!("{base}/api/v1/queues"))

@@ -3,7 +3,7 @@
 //! `AQS_PUSH_ALLOW_PRIVATE_NETWORKS=true`), and a kill -9 of the server mid-delivery brings the
 //! message back to the handler after the timeout, with `attempts` one higher.
 
-use crate::harness::{Redis, Server, Tenant, fresh_database};
+use crate::harness::{Redis, Server, Tenant, fresh_database, get_json, sign_up};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -59,27 +59,11 @@ async fn kill9_mid_delivery_delivers_again_after_the_timeout() {
     let base = server.base();
 
     // The operator, granted at sign-up, authorises the member's callback URL.
-    let signup: Value = http
-        .post(format!("{base}/api/v1/auth/signup"))
-        .json(&json!({"email": OPERATOR, "password": "correct horse battery"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let signup = sign_up(&http, &base, OPERATOR).await;
     assert_eq!(signup["member"]["role"], "operator");
     let operator = signup["session"].as_str().unwrap().to_owned();
     let tenant = Tenant::sign_up(&server, json!({"name": "push-crash"})).await;
-    let me: Value = http
-        .get(format!("{base}/api/v1/auth/me"))
-        .bearer_auth(&tenant.session)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let me = get_json(&http, &format!("{base}/api/v1/auth/me"), &tenant.session).await;
     let member = me["member"]["id"].as_str().unwrap();
     let admin = format!("{base}/api/v1/admin/members/{member}/callback-urls");
     let not_for_members = http.get(&admin).bearer_auth(&tenant.session).send().await.unwrap();
@@ -117,30 +101,14 @@ async fn kill9_mid_delivery_delivers_again_after_the_timeout() {
     // Acknowledged this time: the queue empties and the log shows it.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let stats: Value = http
-            .get(format!("{base}/queue/v1/{}/stats", tenant.slug))
-            .bearer_auth(&tenant.token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let stats = get_json(&http, &format!("{base}/queue/v1/{}/stats", tenant.slug), &tenant.token).await;
         if stats["depth"]["total"] == 0 {
             break;
         }
         assert!(Instant::now() < deadline, "not acknowledged: {stats}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let log: Value = http
-        .get(format!("{base}/api/v1/queues/{}/push/deliveries", tenant.slug))
-        .bearer_auth(&tenant.session)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let log = get_json(&http, &format!("{base}/api/v1/queues/{}/push/deliveries", tenant.slug), &tenant.session).await;
     assert_eq!(log["deliveries"][0]["outcome"], "acked", "{log}");
     assert_eq!(seen.lock().unwrap().len(), 2, "delivered exactly twice");
 }

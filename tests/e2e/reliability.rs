@@ -1,7 +1,7 @@
 //! Crashes and restarts: kill -9 of the server mid-publish and mid-consume, Redis killed and
 //! restarted from its AOF, Redis unreachable, and start-up refusing a Redis that could lose data.
 
-use crate::harness::{Redis, Server, Tenant, fresh_database};
+use crate::harness::{Redis, Server, Tenant, fresh_database, get_json};
 use serde_json::json;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -191,16 +191,7 @@ async fn revocation_and_pause_reach_the_data_plane_within_a_second() {
     assert_eq!(resumed.status(), 200);
     assert_eq!(tenant.publish("resumed").await.0, 201);
 
-    let tokens: serde_json::Value = tenant
-        .http
-        .get(format!("{queue_url}/tokens"))
-        .bearer_auth(&tenant.session)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let tokens = get_json(&tenant.http, &format!("{queue_url}/tokens"), &tenant.session).await;
     let token_id = tokens["tokens"][0]["id"].as_str().unwrap().to_owned();
     let revoked =
         tenant.http.delete(format!("{queue_url}/tokens/{token_id}")).bearer_auth(&tenant.session).send().await.unwrap();
