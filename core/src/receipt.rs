@@ -5,6 +5,12 @@
 //! The tag is checked here, before Redis is asked anything. The ack and nack scripts then check
 //! that the delivery number is still the message's current one, so an old receipt can never
 //! acknowledge a later delivery.
+//!
+//! Version 2 adds an [`AckHint`]: what the ack script would otherwise read from the stream entry
+//! (the entry's delivery base `n`, its accounted bytes, whether it has an idempotency key). It is
+//! under the same tag, so it is as trustworthy as the rest; a stream entry is never rewritten in
+//! place (a new delivery base means a new stream id), so the hint stays true for the entry's life.
+//! Version 1 receipts (no hint) are still accepted: the ack script then reads the entry.
 
 use crate::ids::{MessageId, QueueId};
 use base64::Engine;
@@ -14,8 +20,12 @@ use sha2::Sha256;
 use std::fmt;
 
 const VERSION: u8 = 1;
+const VERSION_HINTED: u8 = 2;
 const TAG_LEN: usize = 16;
 const BODY_LEN: usize = 1 + 16 + 8 + 8 + 16 + 4 + 8;
+/// Version 2: the version 1 body, then the hint: base (4), bytes (8), flags (1).
+const HINTED_BODY_LEN: usize = BODY_LEN + 4 + 8 + 1;
+const FLAG_IDEMPOTENCY_KEY: u8 = 1;
 
 /// A receipt stays valid for the lease plus five minutes, and never less than an hour.
 pub fn expiry_ms(now_ms: u64, lease_ms: u64) -> u64 {
@@ -51,6 +61,18 @@ pub struct Receipt {
     pub expires_at_ms: u64,
 }
 
+/// Facts about the stream entry a receipt names, fixed for the entry's life, carried in a
+/// version 2 receipt so that acknowledging needs no read of the entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckHint {
+    /// The entry's delivery base `n` (attempts = n + the PEL delivery counter).
+    pub base: u32,
+    /// The entry's accounted bytes `sz`.
+    pub stored_bytes: u64,
+    /// The entry carries an idempotency key (its record gets a TTL on ack).
+    pub idempotency_key: bool,
+}
+
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ReceiptError {
     #[error("the receipt is not one this service issued")]
@@ -70,26 +92,47 @@ impl ReceiptCodec {
         Self { key: Hmac::new_from_slice(secret).expect("HMAC takes keys of any length") }
     }
 
+    /// A version 1 receipt (no hint).
     pub fn encode(&self, receipt: &Receipt) -> String {
-        let mut bytes = Vec::with_capacity(BODY_LEN + TAG_LEN);
-        bytes.push(VERSION);
+        self.encode_with(receipt, None)
+    }
+
+    /// A version 2 receipt when `hint` is given, else version 1.
+    pub fn encode_with(&self, receipt: &Receipt, hint: Option<AckHint>) -> String {
+        let mut bytes = Vec::with_capacity(HINTED_BODY_LEN + TAG_LEN);
+        bytes.push(if hint.is_some() { VERSION_HINTED } else { VERSION });
         bytes.extend_from_slice(receipt.queue.0.as_bytes());
         bytes.extend_from_slice(&receipt.stream_id.ms.to_be_bytes());
         bytes.extend_from_slice(&receipt.stream_id.seq.to_be_bytes());
         bytes.extend_from_slice(&receipt.message.0);
         bytes.extend_from_slice(&receipt.delivery.to_be_bytes());
         bytes.extend_from_slice(&receipt.expires_at_ms.to_be_bytes());
+        if let Some(hint) = hint {
+            bytes.extend_from_slice(&hint.base.to_be_bytes());
+            bytes.extend_from_slice(&hint.stored_bytes.to_be_bytes());
+            bytes.push(if hint.idempotency_key { FLAG_IDEMPOTENCY_KEY } else { 0 });
+        }
         let tag = self.tag(&bytes);
         bytes.extend_from_slice(&tag);
         URL_SAFE_NO_PAD.encode(bytes)
     }
 
     pub fn decode(&self, text: &str, now_ms: u64) -> Result<Receipt, ReceiptError> {
+        self.decode_with_hint(text, now_ms).map(|(receipt, _)| receipt)
+    }
+
+    /// Decodes either version; the hint is `None` for a version 1 receipt.
+    pub fn decode_with_hint(&self, text: &str, now_ms: u64) -> Result<(Receipt, Option<AckHint>), ReceiptError> {
         let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| ReceiptError::Malformed)?;
-        if bytes.len() != BODY_LEN + TAG_LEN || bytes[0] != VERSION {
+        let body_len = match bytes.first() {
+            Some(&VERSION) => BODY_LEN,
+            Some(&VERSION_HINTED) => HINTED_BODY_LEN,
+            _ => return Err(ReceiptError::Malformed),
+        };
+        if bytes.len() != body_len + TAG_LEN {
             return Err(ReceiptError::Malformed);
         }
-        let (body, tag) = bytes.split_at(BODY_LEN);
+        let (body, tag) = bytes.split_at(body_len);
         let mut mac = self.key.clone();
         mac.update(body);
         mac.verify_truncated_left(tag).map_err(|_| ReceiptError::Malformed)?;
@@ -101,10 +144,15 @@ impl ReceiptCodec {
             delivery: u32::from_be_bytes(body[49..53].try_into().expect("4 bytes")),
             expires_at_ms: u64_at(53),
         };
+        let hint = (body_len == HINTED_BODY_LEN).then(|| AckHint {
+            base: u32::from_be_bytes(body[61..65].try_into().expect("4 bytes")),
+            stored_bytes: u64_at(65),
+            idempotency_key: body[73] & FLAG_IDEMPOTENCY_KEY != 0,
+        });
         if receipt.expires_at_ms < now_ms {
             return Err(ReceiptError::Expired);
         }
-        Ok(receipt)
+        Ok((receipt, hint))
     }
 
     fn tag(&self, body: &[u8]) -> [u8; TAG_LEN] {
@@ -147,6 +195,28 @@ mod tests {
         assert_eq!(ReceiptCodec::new(b"other").decode(&text, 0), Err(ReceiptError::Malformed));
         assert_eq!(codec.decode(&text, 2_000_000_000_001), Err(ReceiptError::Expired));
         assert_eq!(codec.decode("not a receipt", 0), Err(ReceiptError::Malformed));
+    }
+
+    #[test]
+    fn hinted_receipts_round_trip_and_are_tagged() {
+        let codec = ReceiptCodec::new(b"secret");
+        let receipt = sample();
+        let hint = AckHint { base: 2, stored_bytes: 1234, idempotency_key: true };
+        let text = codec.encode_with(&receipt, Some(hint));
+        assert_eq!(codec.decode_with_hint(&text, 0), Ok((receipt.clone(), Some(hint))));
+        assert_eq!(codec.decode(&text, 0), Ok(receipt.clone()));
+        // A version 1 receipt decodes without a hint.
+        assert_eq!(codec.decode_with_hint(&codec.encode(&receipt), 0), Ok((receipt, None)));
+        // The hint is under the tag: flipping any of its bytes is refused.
+        for at in [62, 70, 73] {
+            let mut bytes = URL_SAFE_NO_PAD.decode(&text).unwrap();
+            bytes[at] ^= 1;
+            assert_eq!(codec.decode_with_hint(&URL_SAFE_NO_PAD.encode(&bytes), 0), Err(ReceiptError::Malformed));
+        }
+        // Nor can a version 2 receipt pass as version 1 or the reverse.
+        let mut bytes = URL_SAFE_NO_PAD.decode(&text).unwrap();
+        bytes[0] = VERSION;
+        assert_eq!(codec.decode(&URL_SAFE_NO_PAD.encode(&bytes), 0), Err(ReceiptError::Malformed));
     }
 
     #[test]

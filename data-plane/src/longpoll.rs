@@ -41,6 +41,9 @@ pub async fn consume(
     // Registered before the first attempt: a publish landing between the attempt and the wait
     // still wakes us.
     let waiter = (!wait.is_zero()).then(|| state.waiters.register(queue));
+    // Set between a wake-up and the end of the attempt it triggers: dropped there (the client went
+    // away, shutdown), the wake-up goes to another waiter, as publish meant it for someone.
+    let mut pass_on = PassOn(None);
     loop {
         let notified = waiter.as_ref().map(|w| w.notify.clone());
         let notified_fut = notified.as_ref().map(|n| n.notified());
@@ -49,9 +52,20 @@ pub async fn consume(
             fut.enable();
         }
         let now = now_ms();
-        let next_due_ms = match state.engine.consume(queue, max, lease_ms, now).await? {
+        // Boxed: the script call's future is large and lives only during the attempt; inline, it
+        // would be part of every held poll's task for the whole wait.
+        let attempt = Box::pin(state.engine.consume(queue, max, lease_ms, now)).await;
+        pass_on.0 = None;
+        let next_due_ms = match attempt? {
             ConsumeOutcome::Delivered { deliveries, lease_ms, next_due_ms } => {
                 if !deliveries.is_empty() {
+                    // A full batch: more may be ready than this poll could take, and a publish of
+                    // n messages woke at most n waiters; let one more look.
+                    if deliveries.len() >= max as usize
+                        && let Some(waiter) = &waiter
+                    {
+                        waiter.notify.notify_one();
+                    }
                     return Ok(Consumed { deliveries, lease_ms, paused: false });
                 }
                 next_due_ms
@@ -72,9 +86,20 @@ pub async fn consume(
             None => deadline,
         };
         tokio::select! {
-            _ = notified_fut => {}
+            _ = notified_fut => pass_on.0 = notified.clone(),
             _ = tokio::time::sleep_until(wake_at) => {}
             _ = shutting_down(state) => return Ok(Consumed { deliveries: Vec::new(), lease_ms, paused: false }),
+        }
+    }
+}
+
+/// Re-issues a consumed wake-up when dropped while armed.
+struct PassOn(Option<std::sync::Arc<tokio::sync::Notify>>);
+
+impl Drop for PassOn {
+    fn drop(&mut self) {
+        if let Some(notify) = self.0.take() {
+            notify.notify_one();
         }
     }
 }

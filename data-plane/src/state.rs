@@ -13,8 +13,20 @@ use aqs_core::redis_conn::RedisConn;
 use std::sync::{Arc, OnceLock};
 use tokio_util::sync::CancellationToken;
 
+/// The shared state behind one `Arc`: axum clones the state for every request, and one reference
+/// count is cheaper than cloning each part (two of them are `String`s).
 #[derive(Clone)]
-pub struct DataPlane {
+pub struct DataPlane(Arc<Shared>);
+
+impl std::ops::Deref for DataPlane {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+pub struct Shared {
     pub engine: Engine,
     pub(crate) receipts: ReceiptCodec,
     pub(crate) auth: Arc<AuthCache>,
@@ -45,7 +57,7 @@ impl DataPlane {
     /// down; scripts load on first use).
     pub fn new_unchecked(config: &Config, redis: RedisConn) -> Self {
         let keys = Keys::new(&config.redis_namespace);
-        Self {
+        Self(Arc::new(Shared {
             engine: Engine::new(redis, keys.clone()),
             receipts: ReceiptCodec::new(config.receipt_secret.expose().as_bytes()),
             auth: Arc::new(AuthCache::new(keys)),
@@ -54,7 +66,7 @@ impl DataPlane {
             pubsub_url: config.redis_urls().into_iter().next(),
             shutdown: Arc::new(OnceLock::new()),
             push: Arc::new(PushClient::new(config.push_allow_private_networks)),
-        }
+        }))
     }
 
     /// True once the wake-up subscriber is listening (tests wait for it).

@@ -1,6 +1,14 @@
 //! Waking long polls. A publish script PUBLISHes to the queue's wake channel; each process holds
 //! one subscriber connection with a single PSUBSCRIBE on the pattern of every queue's channel and
-//! turns each message into `notify_waiters` on that queue's in-process `Notify`.
+//! turns each message into wake-ups on that queue's in-process `Notify`: as many `notify_one` as
+//! messages the publish stored (the message's payload), never more than the queue has waiters, so
+//! one message wakes one waiter, not all of them (each woken waiter runs the consume script).
+//!
+//! No wake-up is lost: a waiter enables its `Notified` before each consume attempt, so a publish
+//! landing during the attempt is kept for it (or stored as a permit while no waiter is enabled); a
+//! waiter that was notified but leaves without consuming (timed out, answered, or its client went
+//! away) passes the wake-up on: tokio forwards a dropped `Notified`'s `notify_one` to the next
+//! waiter, and `longpoll` re-issues one if it is dropped between the wake-up and its attempt.
 //!
 //! Why one pattern subscription rather than SSUBSCRIBE per queue: the number of subscriptions stays
 //! one however many queues and waiters a process has, a new waiter costs no round trip, and a
@@ -48,9 +56,13 @@ impl Waiters {
         Waiter { notify: entry.0.clone(), queue, registry: self.clone() }
     }
 
-    pub fn wake(&self, queue: QueueId) {
-        if let Some((notify, _)) = self.inner.queues.lock().expect("waiters lock").get(&queue) {
-            notify.notify_waiters();
+    /// Wakes up to `ready` waiters of `queue` (all of them for `None`: the count is unknown).
+    pub fn wake(&self, queue: QueueId, ready: Option<usize>) {
+        if let Some((notify, waiting)) = self.inner.queues.lock().expect("waiters lock").get(&queue) {
+            match ready {
+                Some(ready) => (0..ready.min(*waiting)).for_each(|_| notify.notify_one()),
+                None => notify.notify_waiters(),
+            }
         }
     }
 
@@ -131,7 +143,8 @@ async fn listen(
             message = messages.next() => match message {
                 Some(message) => {
                     if let Some(queue) = queue_of_wake_channel(message.get_channel_name()) {
-                        waiters.wake(queue);
+                        let ready = std::str::from_utf8(message.get_payload_bytes()).ok().and_then(|p| p.parse().ok());
+                        waiters.wake(queue, ready);
                     }
                 }
                 None => anyhow::bail!("the subscription stream ended"),

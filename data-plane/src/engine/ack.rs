@@ -4,7 +4,7 @@ use super::Engine;
 use super::reply::ints;
 use aqs_core::error::ApiResult;
 use aqs_core::ids::QueueId;
-use aqs_core::receipt::Receipt;
+use aqs_core::receipt::{AckHint, Receipt};
 use aqs_core::time::utc_day;
 
 /// What a nack did to one delivery.
@@ -21,10 +21,26 @@ pub enum NackResult {
 impl Engine {
     /// Acknowledges each receipt; `true` where it was still the current delivery.
     pub async fn ack(&self, queue: QueueId, receipts: &[Receipt], now_ms: u64) -> ApiResult<Vec<bool>> {
+        self.ack_hinted(queue, receipts, &vec![None; receipts.len()], now_ms).await
+    }
+
+    /// [`Engine::ack`] with each receipt's hint (`hints[i]` for `receipts[i]`; `None` for a
+    /// version 1 receipt): with a hint the script need not read the entry.
+    pub async fn ack_hinted(
+        &self,
+        queue: QueueId,
+        receipts: &[Receipt],
+        hints: &[Option<AckHint>],
+        now_ms: u64,
+    ) -> ApiResult<Vec<bool>> {
         let mut inv = self.invocation(&self.scripts.ack, queue);
         inv.arg(now_ms).arg(utc_day(now_ms)).arg(receipts.len());
-        for receipt in receipts {
+        for (i, receipt) in receipts.iter().enumerate() {
             inv.arg(receipt.stream_id.to_string()).arg(receipt.message.to_string()).arg(receipt.delivery);
+            match hints.get(i).copied().flatten() {
+                Some(hint) => inv.arg(hint.base).arg(hint.stored_bytes).arg(u8::from(hint.idempotency_key)),
+                None => inv.arg("").arg(0).arg(0),
+            };
         }
         Ok(ints(self.run(&inv).await?)?.into_iter().map(|code| code == 1).collect())
     }

@@ -5,7 +5,7 @@ use super::Engine;
 use super::reply::Reply;
 use aqs_core::error::ApiResult;
 use aqs_core::ids::{MessageId, QueueId};
-use aqs_core::receipt::StreamId;
+use aqs_core::receipt::{AckHint, StreamId};
 use aqs_core::time::utc_day;
 
 /// One delivery: a message under a fresh lease.
@@ -20,6 +20,8 @@ pub struct Delivery {
     pub published_at_ms: u64,
     /// Counts this delivery: 1 on the first.
     pub attempts: u32,
+    /// What the receipt carries so that ack need not read the entry.
+    pub hint: AckHint,
 }
 
 #[derive(Debug)]
@@ -48,7 +50,7 @@ impl Engine {
         }
         let lease_ms = reply.uint()?;
         let next_due_ms = reply.opt_uint()?;
-        let mut deliveries = Vec::with_capacity(reply.remaining() / 8);
+        let mut deliveries = Vec::with_capacity(reply.remaining() / 11);
         while reply.remaining() > 0 {
             let sid = reply.text()?;
             let id = reply.text()?;
@@ -61,6 +63,11 @@ impl Engine {
                 group_id: reply.opt_text()?,
                 published_at_ms: reply.uint()?,
                 attempts: reply.uint()? as u32,
+                hint: AckHint {
+                    base: reply.uint()? as u32,
+                    stored_bytes: reply.uint()?,
+                    idempotency_key: reply.int()? == 1,
+                },
             });
         }
         Ok(ConsumeOutcome::Delivered { deliveries, lease_ms, next_due_ms })

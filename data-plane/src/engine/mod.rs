@@ -1,6 +1,8 @@
 //! The message engine: the one place that talks to Redis about messages. Every operation is one
 //! Lua script (`scripts/*.lua`, one per operation) run with one EVALSHA; purges and replays of a
-//! whole queue run the same script in bounded chunks so Redis is never blocked for long.
+//! whole queue run the same script in bounded chunks so Redis is never blocked for long. Every
+//! script but `publish.lua` gets the twelve standard keys and the `common.lua` prelude; publish,
+//! the hot path, stands alone with the six keys it touches (plus its idempotency keys).
 //!
 //! # Structures (per queue, all under the hash tag `{q:ID}`, names from `aqs_core::keys`)
 //!
@@ -20,7 +22,9 @@
 //!
 //! publish → (delayed → promoted) → stream, never delivered → consume: XREADGROUP puts it in the
 //! PEL (delivery counter 1) and the lease zset (deadline) → ack: XACK + XDEL + ZREM, bytes freed,
-//! the idempotency record gets a TTL of what remains of publish + 24 h. A nack moves the lease
+//! the idempotency record gets a TTL of what remains of publish + 24 h. Each publish PUBLISHes the
+//! number of messages it stored on the queue's wake channel; a replica wakes that many of its long
+//! polls (`wake.rs`), not all of them. A nack moves the lease
 //! deadline to now + delay and marks it in `backoff`; a lease that runs out is simply due. The
 //! next consume claims due leases first (XCLAIM with min-idle 0 bumps the delivery counter); a due
 //! lease whose deliveries reached max attempts is moved to the DLQ instead (reason: the nack's
@@ -33,6 +37,12 @@
 //! - attempts of a delivery = entry `n` + PEL delivery counter; a receipt names the stream id and
 //!   that number, and ack/nack require both to be current, so an old receipt never touches a later
 //!   delivery (`lease_lost`).
+//! - A stream id is never reused and an entry is never rewritten in place (a redelivery keeps it, a
+//!   replay writes a new id), so what a receipt says about its entry stays true: consume puts the
+//!   entry's `n`, `sz` and whether it has an idempotency key into the (HMAC'd, version 2) receipt
+//!   and ack checks the PEL record alone, reading the entry only to release an idempotency record
+//!   or for a version 1 receipt. A PEL record implies its entry: every script that XDELs a
+//!   stream entry XACKs it in the same script.
 //! - `lease` members = PEL; stream = never-delivered entries (after the group's last-delivered id)
 //!   ∪ PEL. A message is in exactly one of: delayed, stream, dlq (each move writes the new place
 //!   before deleting the old one, inside one script).

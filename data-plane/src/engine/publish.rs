@@ -65,10 +65,12 @@ pub enum PublishOutcome {
 impl Engine {
     /// Stores `messages` (all or none) at `now_ms`.
     pub async fn publish(&self, queue: QueueId, messages: &[NewMessage], now_ms: u64) -> ApiResult<PublishOutcome> {
-        let mut inv = self.invocation(&self.scripts.publish, queue);
-        inv.arg(now_ms).arg(utc_day(now_ms)).arg(messages.len());
+        // publish.lua takes only the keys it touches (see its header), not the standard twelve.
         let q = self.keys.queue(queue);
-        let mut key_index = 12;
+        let mut inv = self.scripts.publish.prepare_invoke();
+        inv.key(q.meta()).key(q.stream()).key(q.delayed()).key(q.delayed_messages()).key(q.stats()).key(q.wake());
+        inv.arg(now_ms).arg(utc_day(now_ms)).arg(messages.len()).arg(q.idempotency_prefix().len());
+        let mut key_index = 6;
         for message in messages {
             inv.arg(MessageId::new().to_string())
                 .arg(message.body.as_slice())

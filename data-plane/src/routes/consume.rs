@@ -10,7 +10,7 @@ use crate::rate_limit::Class;
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::limits;
-use aqs_core::receipt::{Receipt, ReceiptError, expiry_ms};
+use aqs_core::receipt::{AckHint, Receipt, ReceiptError, expiry_ms};
 use aqs_core::time::{now_ms, rfc3339};
 use aqs_core::token::Scope;
 use axum::Json;
@@ -47,6 +47,8 @@ pub async fn consume(
         ));
     }
     let request: ConsumeRequest = body::parse(&body::read(&headers, raw, SMALL_BODY_LIMIT, true).await?)?;
+    // Not kept for the (possibly long) wait.
+    drop(headers);
     let max = request.max_messages.unwrap_or(MAX_MESSAGES_DEFAULT);
     if !(1..=limits::CONSUME_MAX_MESSAGES).contains(&max) {
         return Err(ApiError::invalid(format!("max_messages must be 1 to {}", limits::CONSUME_MAX_MESSAGES)));
@@ -83,7 +85,7 @@ pub async fn consume(
             };
             json!({
                 "id": d.message.to_string(),
-                "receipt": state.receipts.encode(&receipt),
+                "receipt": state.receipts.encode_with(&receipt, Some(d.hint)),
                 "body_base64": base64(&d.body),
                 "content_type": d.content_type,
                 "attributes": attributes(&d.attributes),
@@ -117,7 +119,7 @@ pub async fn ack(
     ctx.authorize(&state, &[Scope::Consume], Class::Messages)?;
     let request: AckRequest = body::parse(&body::read(&headers, raw, SMALL_BODY_LIMIT, false).await?)?;
     let decoded = Decoded::new(&state, &ctx, request.receipts)?;
-    let results = state.engine.ack(ctx.queue, &decoded.valid, now_ms()).await?;
+    let results = state.engine.ack_hinted(ctx.queue, &decoded.valid, &decoded.hints, now_ms()).await?;
     let mut failed = decoded.failed;
     let mut acked = 0;
     for (ok, text) in results.into_iter().zip(decoded.valid_texts) {
@@ -159,6 +161,8 @@ pub async fn nack(
 /// Receipts checked in Rust (tag, expiry, queue) before Redis is asked anything.
 struct Decoded {
     valid: Vec<Receipt>,
+    /// The version 2 receipts' hints, one per `valid` receipt.
+    hints: Vec<Option<AckHint>>,
     valid_texts: Vec<String>,
     failed: Vec<Value>,
 }
@@ -169,11 +173,12 @@ impl Decoded {
             return Err(ApiError::invalid(format!("receipts must hold 1 to {} receipts", limits::ACK_MAX_RECEIPTS)));
         }
         let now = now_ms();
-        let mut out = Self { valid: Vec::new(), valid_texts: Vec::new(), failed: Vec::new() };
+        let mut out = Self { valid: Vec::new(), hints: Vec::new(), valid_texts: Vec::new(), failed: Vec::new() };
         for text in receipts {
-            match state.receipts.decode(&text, now) {
-                Ok(receipt) if receipt.queue == ctx.queue => {
+            match state.receipts.decode_with_hint(&text, now) {
+                Ok((receipt, hint)) if receipt.queue == ctx.queue => {
                     out.valid.push(receipt);
+                    out.hints.push(hint);
                     out.valid_texts.push(text);
                 }
                 Ok(_) => out.failed.push(failure(text, "receipt_invalid", "the receipt belongs to another queue")),

@@ -90,3 +90,27 @@ async fn consume_visibility_defaults_to_the_queue_setting() {
     let again = app.consume(&queue, json!({})).await;
     assert_eq!(again[0]["attempts"], 2);
 }
+
+#[tokio::test]
+async fn one_ack_batch_frees_each_message_once_and_keeps_idempotency_for_a_day() {
+    let app = spawn_app().await;
+    let queue = app.queue().await;
+    app.publish_text(&queue, "one").await;
+    app.publish(&queue, json!({"body": "two", "idempotency_key": "k-2"})).await;
+    app.publish(&queue, json!({"body": "three", "attributes": {"a": "b"}})).await;
+    let leased = app.consume(&queue, json!({"max_messages": 10})).await;
+    assert_eq!(leased.len(), 3);
+    let receipts: Vec<String> = leased.iter().map(|m| text(m, "receipt")).collect();
+    // The same receipt twice in one batch acknowledges once.
+    let acked = app.ack(&queue, &[&receipts[0], &receipts[0], &receipts[1], &receipts[2]]).await;
+    assert_eq!(acked["acked"], 3);
+    assert_eq!(acked["failed"].as_array().map(Vec::len), Some(1));
+    assert_eq!(acked["failed"][0]["error"], "lease_lost");
+    let stats = app.stats(&queue).await;
+    assert_eq!(stats["stored_bytes"], 0);
+    assert_eq!(stats["depth"]["total"], 0);
+    // The acknowledged message's idempotency key still answers with it (for 24 h after publish).
+    let again = app.publish(&queue, json!({"body": "two", "idempotency_key": "k-2"})).await;
+    assert_eq!(again["duplicate"], true);
+    assert_eq!(again["id"], leased[1]["id"]);
+}

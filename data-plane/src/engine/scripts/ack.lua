@@ -1,28 +1,89 @@
 -- ack.lua: acknowledges deliveries: the message is deleted.
 -- KEYS: the twelve queue keys (common.lua).
--- ARGV: now_ms, utc_day, count, then per receipt 3 values: stream id, message id, delivery number.
+-- ARGV: now_ms, utc_day, count, then per receipt 6 values: stream id, message id, delivery number,
+--       then the receipt's hint (version 2 receipts, HMAC'd with the rest): the entry's delivery
+--       base n ('' = no hint: read the entry), accounted bytes sz, has an idempotency key (1/0).
 -- Returns one integer per receipt: 1 acknowledged, 0 lease lost (the delivery is no longer the
 -- current one: redelivered, released by a nack, acknowledged, dead-lettered or purged).
 -- A lease that expired but was not yet redelivered is still accepted: nobody else holds it.
+--
+-- The hot path reads no entry: a stream id is never reused (XADD ids only grow, a purge or replay
+-- writes a new id), so the PEL record of the receipt's stream id plus the hint's base is the whole
+-- check; an entry leaves the PEL (XACK) in the same script that deletes it, so a PEL record means
+-- the entry is there. Writes are one command per kind for the whole batch.
 local now, day, count = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
-local out, acked, freed = {}, 0, 0
-local has_stream = redis.call('EXISTS', K_STREAM) == 1
+local out = {}
+if count == 0 then return out end
+if redis.call('EXISTS', K_STREAM) == 0 then
+  for i = 1, count do out[i] = 0 end
+  return out
+end
+
+local function parse_sid(sid)
+  local ms, seq = string.match(sid, '^(%d+)-(%d+)$')
+  return tonumber(ms), tonumber(seq)
+end
+local function sid_less(a, b)
+  local am, as = parse_sid(a)
+  local bm, bs = parse_sid(b)
+  return am < bm or (am == bm and as < bs)
+end
+
+-- PEL delivery counters of the batch: one XPENDING over the batch's id range (usually one
+-- consume's batch, so the range holds little else); ids past a truncated answer are asked alone.
+local lo, hi = nil, nil
 for i = 0, count - 1 do
-  local sid, mid, delivery = ARGV[4 + i * 3], ARGV[5 + i * 3], tonumber(ARGV[6 + i * 3])
-  local e = has_stream and entry(K_STREAM, sid)
-  local ok = e and e.id == mid and deliveries(sid, e) == delivery and not redis.call('ZSCORE', K_BACKOFF, sid)
+  local sid = ARGV[4 + i * 6]
+  if not lo or sid_less(sid, lo) then lo = sid end
+  if not hi or sid_less(hi, sid) then hi = sid end
+end
+local limit = count * 2 + 16
+local pel, last = {}, nil
+local range = redis.call('XPENDING', K_STREAM, 'g', lo, hi, limit)
+for _, p in ipairs(range) do pel[p[1]] = p[4] end
+if #range == limit then last = range[#range][1] end
+local function pending(sid)
+  local c = pel[sid]
+  if c or not last or not sid_less(last, sid) then return c end
+  local p = redis.call('XPENDING', K_STREAM, 'g', sid, sid, 1)
+  if #p == 0 then return nil end
+  return p[1][4]
+end
+
+local any_backoff = redis.call('ZCARD', K_BACKOFF) > 0
+local sids, seen, acked, freed = {}, {}, 0, 0
+for i = 0, count - 1 do
+  local base = 4 + i * 6
+  local sid, mid, delivery, n = ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2]), ARGV[base + 3]
+  local sz, has_ik = ARGV[base + 4], ARGV[base + 5] == '1'
+  local counter = not seen[sid] and pending(sid)
+  local e = nil
+  if counter and (n == '' or has_ik) then
+    -- No hint (a version 1 receipt), or an idempotency record to release: read the entry.
+    e = entry(K_STREAM, sid)
+    if e and e.id == mid then
+      n, sz = e.n, e.sz
+    else
+      counter = nil
+    end
+  end
+  local ok = counter and tonumber(n) + counter == delivery and not (any_backoff and redis.call('ZSCORE', K_BACKOFF, sid))
   if ok then
-    redis.call('XACK', K_STREAM, 'g', sid)
-    redis.call('XDEL', K_STREAM, sid)
-    redis.call('ZREM', K_LEASE, sid)
-    redis.call('HDEL', K_ERRORS, sid)
-    release_idem(e, now)
-    freed = freed + tonumber(e.sz)
+    seen[sid] = true
+    sids[#sids + 1] = sid
+    if e then release_idem(e, now) end
+    freed = freed + tonumber(sz)
     acked = acked + 1
     out[#out + 1] = 1
   else
     out[#out + 1] = 0
   end
+end
+if acked > 0 then
+  redis.call('XACK', K_STREAM, 'g', unpack(sids))
+  redis.call('XDEL', K_STREAM, unpack(sids))
+  redis.call('ZREM', K_LEASE, unpack(sids))
+  redis.call('HDEL', K_ERRORS, unpack(sids))
 end
 if freed > 0 then redis.call('HINCRBY', K_STATS, 'bytes', -freed) end
 bump('ack:', day, acked)

@@ -1,7 +1,8 @@
 -- common.lua: prepended to every script by scripts.rs (Lua scripts cannot include each other).
 --
--- Every queue script receives the same twelve queue keys, in this order (engine/keys.rs builds
--- them from core::keys); a script may ignore some. All share the hash tag {q:ID}.
+-- Every queue script but publish.lua (which stands alone, see its header) receives the same twelve
+-- queue keys, in this order (Engine::invocation builds them from core::keys); a script may ignore
+-- some. All share the hash tag {q:ID}.
 --   KEYS[1]  meta       hash   projected settings
 --   KEYS[2]  stream     stream ready and leased messages, consumer group 'g', one consumer 'c'
 --   KEYS[3]  lease      zset   stream id -> lease deadline ms (exactly the PEL)
@@ -12,7 +13,8 @@
 --   KEYS[8]  dlq:ix     hash   message id -> dlq stream id
 --   KEYS[9]  errors     hash   stream id -> last nack error
 --   KEYS[10] stats      hash   'bytes' and per-UTC-day counters 'pub:YYYYMMDD', 'del:…', 'ack:…'
---   KEYS[11] wake       channel PUBLISHed whenever a consumer may find something new
+--   KEYS[11] wake       channel PUBLISHed whenever a consumer may find something new (payload: how
+--                       many messages; wake.rs wakes that many waiters)
 --   KEYS[12] idem:      prefix of the idempotency keys (the user's key is appended)
 -- Entries (stream, delayed, dlq) are version 1 records: v, id, b (body), ct, a (attributes JSON),
 -- g (group id, optional), pa (published ms), ik (idempotency key, optional), n (deliveries before

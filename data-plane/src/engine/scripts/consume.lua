@@ -2,8 +2,10 @@
 -- never-delivered entries. Expired leases that used every attempt go to the DLQ instead.
 -- KEYS: the twelve queue keys (common.lua).
 -- ARGV: now_ms, utc_day, max messages, lease ms (0 = the queue's visibility timeout).
--- Returns {'ok', lease ms, next due ms or '', then per message 8 values:
---          stream id, message id, body, content type, attributes, group id or '', published ms, attempts}
+-- Returns {'ok', lease ms, next due ms or '', then per message 11 values:
+--          stream id, message id, body, content type, attributes, group id or '', published ms, attempts,
+--          delivery base n, accounted bytes sz, has an idempotency key (1/0)}
+--          (the last three go into the receipt, so that ack need not read the entry).
 --      or {'no_queue'} | {'paused'}.
 local now, day, max, lease_ms = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local meta = read_meta()
@@ -17,8 +19,10 @@ promote_due(now, 100)
 
 local out, delivered = { 'ok', lease_ms, '' }, 0
 local function deliver(sid, e, attempts)
-  local parts = { sid, e.id, e.b, e.ct, e.a, e.g or '', e.pa, attempts }
-  for _, p in ipairs(parts) do out[#out + 1] = p end
+  local o = #out
+  out[o + 1] = sid; out[o + 2] = e.id; out[o + 3] = e.b; out[o + 4] = e.ct; out[o + 5] = e.a
+  out[o + 6] = e.g or ''; out[o + 7] = e.pa; out[o + 8] = attempts
+  out[o + 9] = e.n; out[o + 10] = e.sz; out[o + 11] = (e.ik and e.ik ~= '') and 1 or 0
   delivered = delivered + 1
 end
 
@@ -53,15 +57,17 @@ for _ = 1, 20 do
 end
 
 -- 2. Never-delivered entries. The lease is written in the same script as the PEL entry, so the
--- lease zset and the PEL never disagree.
+-- lease zset and the PEL never disagree. One ZADD for the whole batch.
 if delivered < max and redis.call('EXISTS', K_STREAM) == 1 then
   local r = redis.call('XREADGROUP', 'GROUP', 'g', 'c', 'COUNT', max - delivered, 'STREAMS', K_STREAM, '>')
-  if r then
+  if r and #r[1][2] > 0 then
+    local leases = {}
     for _, item in ipairs(r[1][2]) do
       local sid, e = item[1], to_map(item[2])
-      redis.call('ZADD', K_LEASE, deadline, sid)
+      leases[#leases + 1] = deadline; leases[#leases + 1] = sid
       deliver(sid, e, tonumber(e.n) + 1)
     end
+    redis.call('ZADD', K_LEASE, unpack(leases))
   end
 end
 

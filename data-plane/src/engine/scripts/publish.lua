@@ -1,25 +1,87 @@
--- publish.lua: stores one message or a batch, atomically (all or none). The hot path: keep it to
--- the fewest commands (HMGET meta, XADD, two HINCRBYs, PUBLISH for a plain message).
--- KEYS: the twelve queue keys (common.lua), then KEYS[13..]: the idempotency keys of the entries
---       that have one.
--- ARGV: now_ms, utc_day, count, then per message 9 values:
+-- publish.lua: stores one message or a batch, atomically (all or none). The hot path, so it runs
+-- without common.lua (whose twelve KEYS and helpers cost more than this body) and takes only the
+-- keys it touches; one plain message (no idempotency key, no delay) takes a fast path of five
+-- commands: HMGET meta, HINCRBY bytes, XADD, HINCRBY today's count, PUBLISH.
+-- KEYS[1] meta, KEYS[2] stream, KEYS[3] delayed, KEYS[4] delayed:m, KEYS[5] stats, KEYS[6] wake
+--       (as in common.lua), then KEYS[7..]: the idempotency keys of the entries that have one.
+-- ARGV: now_ms, utc_day, count, length of the idempotency key prefix, then per message 9 values:
 --       message id, body, content type, attributes JSON, group id ('' = none),
 --       KEYS index of its idempotency key (0 = none), payload fingerprint ('' without a key),
 --       delay ms, accounted bytes.
 -- Returns {'ok', then per message: duplicate (0/1), id, published ms, available ms}
 --      or  {'no_queue'} | {'paused'} | {'storage'} | {'too_large', index} | {'conflict', index}
 --      (index 0-based).
-local now, day, count = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+-- Entries are the version 1 records of common.lua, fields in entry_args' order.
+local K_META, K_STREAM, K_DELAYED, K_DELAYED_M, K_STATS, K_WAKE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local now, day, count, idem_prefix = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local meta = redis.call('HMGET', K_META, 'v', 'paused', 'payload_limit', 'storage_limit')
 if not meta[1] then return { 'no_queue' } end
 if meta[2] == '1' then return { 'paused' } end
 local payload_limit, storage_limit = tonumber(meta[3]), tonumber(meta[4])
 
+-- Fast path: one message, no idempotency key, no delay: most of the traffic, so inline (no
+-- tables, no closures). Same steps, in the same order, as the general path below.
+if count == 1 and ARGV[10] == '0' and ARGV[12] == '0' then
+  if #ARGV[6] > payload_limit then return { 'too_large', 0 } end
+  -- Storage: add first, take back on refusal (one command on the success path). Never evict.
+  local sz = tonumber(ARGV[13])
+  if sz > 0 and redis.call('HINCRBY', K_STATS, 'bytes', sz) > storage_limit then
+    redis.call('HINCRBY', K_STATS, 'bytes', -sz)
+    return { 'storage' }
+  end
+  local g, sid = ARGV[9], nil
+  if g == '' then
+    sid = redis.call('XADD', K_STREAM, 'NOMKSTREAM', '*', 'v', '1', 'id', ARGV[5], 'b', ARGV[6], 'ct', ARGV[7],
+      'a', ARGV[8], 'pa', ARGV[1], 'n', '0', 'sz', ARGV[13])
+  else
+    sid = redis.call('XADD', K_STREAM, 'NOMKSTREAM', '*', 'v', '1', 'id', ARGV[5], 'b', ARGV[6], 'ct', ARGV[7],
+      'a', ARGV[8], 'pa', ARGV[1], 'n', '0', 'sz', ARGV[13], 'g', g)
+  end
+  if not sid then
+    -- The queue's first message: the group before the entry (see xadd_ready below).
+    local args = { 'v', '1', 'id', ARGV[5], 'b', ARGV[6], 'ct', ARGV[7], 'a', ARGV[8], 'pa', ARGV[1], 'n', '0', 'sz', ARGV[13] }
+    if g ~= '' then args[17] = 'g'; args[18] = g end
+    redis.call('XGROUP', 'CREATE', K_STREAM, 'g', '0', 'MKSTREAM')
+    redis.call('XADD', K_STREAM, '*', unpack(args))
+  end
+  redis.call('HINCRBY', K_STATS, 'pub:' .. day, 1)
+  -- Waiters re-run consume; the payload is how many of them are worth waking.
+  redis.call('PUBLISH', K_WAKE, 1)
+  return { 'ok', 0, ARGV[5], now, now }
+end
+
+-- Storage: add first, take back on refusal (one command on the success path). Never evict.
+local function reserve(bytes)
+  if bytes == 0 then return true end
+  if redis.call('HINCRBY', K_STATS, 'bytes', bytes) > storage_limit then
+    redis.call('HINCRBY', K_STATS, 'bytes', -bytes)
+    return false
+  end
+  return true
+end
+
+-- XADD with NOMKSTREAM: the common case costs one command; only the queue's very first message
+-- creates the stream and its group (from id 0, before adding itself, so XREADGROUP never skips
+-- an entry added behind the group's back). Same as common.lua's xadd_ready.
+local function xadd_ready(args)
+  local sid = redis.call('XADD', K_STREAM, 'NOMKSTREAM', '*', unpack(args))
+  if sid then return sid end
+  redis.call('XGROUP', 'CREATE', K_STREAM, 'g', '0', 'MKSTREAM')
+  return redis.call('XADD', K_STREAM, '*', unpack(args))
+end
+
+local function stored(n)
+  redis.call('HINCRBY', K_STATS, 'pub:' .. day, n)
+  -- Waiters re-run consume (a ready message) or re-plan their sleep (a delayed one); the payload
+  -- is how many waiters are worth waking.
+  redis.call('PUBLISH', K_WAKE, n)
+end
+
 -- Pass 1: validate everything and resolve idempotency keys; nothing is written yet, so a refusal
 -- of any entry leaves the queue untouched.
 local dups, records, new_bytes = {}, {}, 0
 for i = 0, count - 1 do
-  local base = 4 + i * 9
+  local base = 5 + i * 9
   if #ARGV[base + 1] > payload_limit then return { 'too_large', i } end
   local key_index = tonumber(ARGV[base + 5])
   local dup = nil
@@ -38,19 +100,12 @@ for i = 0, count - 1 do
   if dup then dups[i] = dup else new_bytes = new_bytes + tonumber(ARGV[base + 8]) end
 end
 
--- Storage: add first, take back on refusal (one command on the success path). Never evict.
-if new_bytes > 0 then
-  local bytes = redis.call('HINCRBY', K_STATS, 'bytes', new_bytes)
-  if bytes > storage_limit then
-    redis.call('HINCRBY', K_STATS, 'bytes', -new_bytes)
-    return { 'storage' }
-  end
-end
+if not reserve(new_bytes) then return { 'storage' } end
 
 -- Pass 2: write.
-local out, stored = { 'ok' }, 0
+local out, written = { 'ok' }, 0
 for i = 0, count - 1 do
-  local base = 4 + i * 9
+  local base = 5 + i * 9
   local dup = dups[i]
   if dup then
     out[#out + 1] = 1; out[#out + 1] = dup[1]; out[#out + 1] = dup[2]; out[#out + 1] = dup[3]
@@ -58,26 +113,23 @@ for i = 0, count - 1 do
     local id, delay, key_index = ARGV[base], tonumber(ARGV[base + 7]), tonumber(ARGV[base + 5])
     local ik = nil
     if key_index > 0 then
-      ik = string.sub(KEYS[key_index], #K_IDEM + 1)
+      ik = string.sub(KEYS[key_index], idem_prefix + 1)
       redis.call('SET', KEYS[key_index], records[KEYS[key_index]])
     end
-    local e = {
-      id = id, b = ARGV[base + 1], ct = ARGV[base + 2], a = ARGV[base + 3], g = ARGV[base + 4],
-      pa = ARGV[1], ik = ik, n = '0', sz = ARGV[base + 8],
-    }
+    local g = ARGV[base + 4]
     if delay > 0 then
+      local e = { id = id, b = ARGV[base + 1], ct = ARGV[base + 2], a = ARGV[base + 3], g = g, pa = ARGV[1], ik = ik, n = '0', sz = ARGV[base + 8] }
       redis.call('HSET', K_DELAYED_M, id, cmsgpack.pack(e))
       redis.call('ZADD', K_DELAYED, now + delay, id)
     else
-      xadd_ready(e)
+      local args = { 'v', '1', 'id', id, 'b', ARGV[base + 1], 'ct', ARGV[base + 2], 'a', ARGV[base + 3], 'pa', ARGV[1], 'n', '0', 'sz', ARGV[base + 8] }
+      if g ~= '' then args[#args + 1] = 'g'; args[#args + 1] = g end
+      if ik then args[#args + 1] = 'ik'; args[#args + 1] = ik end
+      xadd_ready(args)
     end
-    stored = stored + 1
+    written = written + 1
     out[#out + 1] = 0; out[#out + 1] = id; out[#out + 1] = now; out[#out + 1] = now + delay
   end
 end
-if stored > 0 then
-  bump('pub:', day, stored)
-  -- Waiters re-run consume (a ready message) or re-plan their sleep (a delayed one).
-  redis.call('PUBLISH', K_WAKE, stored)
-end
+if written > 0 then stored(written) end
 return out
