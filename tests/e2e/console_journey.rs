@@ -94,8 +94,18 @@ impl Browser {
             .unwrap_or_else(|err| panic!("no element {selector}: {err}"))
     }
 
+    /// The element's text. The Overview replaces its figures in place every few seconds, so an
+    /// element found a moment ago can be gone (stale) when read: find it again and retry.
     async fn text(&self, selector: &str) -> String {
-        self.css(selector).await.text().await.expect("text")
+        let mut last_error = None;
+        for _ in 0..5 {
+            match self.css(selector).await.text().await {
+                Ok(text) => return text,
+                Err(err) => last_error = Some(err),
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("text of {selector}: {last_error:?}")
     }
 
     async fn fill(&self, selector: &str, value: &str) {
@@ -104,8 +114,17 @@ impl Browser {
         input.send_keys(value).await.expect("type");
     }
 
+    /// Clicks the element, finding it again if a refresh replaced it in between (see `text`).
     async fn click(&self, selector: &str) {
-        self.css(selector).await.click().await.unwrap_or_else(|err| panic!("click {selector}: {err}"));
+        let mut last_error = None;
+        for _ in 0..5 {
+            match self.css(selector).await.click().await {
+                Ok(_) => return,
+                Err(err) => last_error = Some(err),
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("click {selector}: {last_error:?}")
     }
 
     async fn body(&self) -> String {
