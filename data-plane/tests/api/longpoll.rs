@@ -4,13 +4,11 @@ use crate::helpers::*;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_publish_wakes_a_waiting_consumer_quickly() {
-    let app = spawn_app().await;
-    app.listening().await;
-    let queue = app.queue().await;
+/// Starts a 10 s long poll on `waiting`, publishes through `publishing` once the poll waits, and
+/// returns how long after the publish the poll answered, with the messages it received.
+async fn wake_latency(waiting: &TestApp, publishing: &TestApp, queue: &TestQueue) -> (Duration, usize) {
     let waiter = {
-        let (client, url, token) = (app.client.clone(), app.url(&queue, "/consume"), queue.token.clone());
+        let (client, url, token) = (waiting.client.clone(), waiting.url(queue, "/consume"), queue.token.clone());
         tokio::spawn(async move {
             let response =
                 client.post(url).bearer_auth(token).json(&json!({"max_wait_seconds": 10})).send().await.unwrap();
@@ -19,10 +17,18 @@ async fn a_publish_wakes_a_waiting_consumer_quickly() {
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
     let published_at = Instant::now();
-    app.publish_text(&queue, "wake up").await;
+    publishing.publish_text(queue, "wake up").await;
     let (received_at, body) = waiter.await.unwrap();
-    assert_eq!(body["messages"].as_array().unwrap().len(), 1);
-    let latency = received_at.duration_since(published_at);
+    (received_at.duration_since(published_at), body["messages"].as_array().unwrap().len())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_wakes_a_waiting_consumer_quickly() {
+    let app = spawn_app().await;
+    app.listening().await;
+    let queue = app.queue().await;
+    let (latency, received) = wake_latency(&app, &app, &queue).await;
+    assert_eq!(received, 1);
     assert!(latency < Duration::from_millis(100), "woken after {latency:?}");
 }
 
@@ -32,20 +38,8 @@ async fn a_publish_through_another_process_wakes_the_waiter() {
     let second = spawn_app_in(&first.namespace).await;
     first.listening().await;
     let queue = first.queue().await;
-    let waiter = {
-        let (client, url, token) = (first.client.clone(), first.url(&queue, "/consume"), queue.token.clone());
-        tokio::spawn(async move {
-            let response =
-                client.post(url).bearer_auth(token).json(&json!({"max_wait_seconds": 10})).send().await.unwrap();
-            (Instant::now(), response.json::<serde_json::Value>().await.unwrap())
-        })
-    };
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let published_at = Instant::now();
-    second.publish_text(&queue, "from elsewhere").await;
-    let (received_at, body) = waiter.await.unwrap();
-    assert_eq!(body["messages"].as_array().unwrap().len(), 1);
-    let latency = received_at.duration_since(published_at);
+    let (latency, received) = wake_latency(&first, &second, &queue).await;
+    assert_eq!(received, 1);
     assert!(latency < Duration::from_millis(100), "woken after {latency:?}");
 }
 

@@ -143,6 +143,25 @@ local function chunk_size(requested)
 end
 
 -- The earliest time a lease or a delay falls due, or '' when none does.
+-- The dead letters a replay or purge acts on. ARGV[at] is 'all' (then ARGV[at + 1] is the
+-- requested chunk size: the oldest dead letters, one chunk per call) or 'ids' (then message ids
+-- follow). Returns the dlq stream ids that exist, and the chunk size used (0 for 'ids').
+local function dead_letter_targets(at)
+  local targets, limit = {}, 0
+  if ARGV[at] == 'all' then
+    limit = chunk_size(tonumber(ARGV[at + 1]))
+    for _, item in ipairs(redis.call('XRANGE', K_DLQ, '-', '+', 'COUNT', limit)) do
+      targets[#targets + 1] = item[1]
+    end
+  else
+    for i = at + 1, #ARGV do
+      local dsid = redis.call('HGET', K_DLQ_IX, ARGV[i])
+      if dsid then targets[#targets + 1] = dsid end
+    end
+  end
+  return targets, limit
+end
+
 local function next_due()
   local best = nil
   for _, key in ipairs({ K_LEASE, K_DELAYED }) do

@@ -4,19 +4,7 @@
 --       full chunk), or 'ids' followed by message ids.
 -- Returns {deleted, chunk size used}.
 local now = tonumber(ARGV[1])
-local limit = 0
-if ARGV[2] == 'all' then limit = chunk_size(tonumber(ARGV[3])) end
-local targets = {}
-if ARGV[2] == 'all' then
-  for _, item in ipairs(redis.call('XRANGE', K_DLQ, '-', '+', 'COUNT', limit)) do
-    targets[#targets + 1] = item[1]
-  end
-else
-  for i = 3, #ARGV do
-    local dsid = redis.call('HGET', K_DLQ_IX, ARGV[i])
-    if dsid then targets[#targets + 1] = dsid end
-  end
-end
+local targets, limit = dead_letter_targets(2)
 local n, freed = 0, 0
 for _, dsid in ipairs(targets) do
   local e = entry(K_DLQ, dsid)

@@ -4,26 +4,10 @@
 -- ARGV: 'all' and a requested chunk size (the oldest dead letters; Rust calls again while a call
 --       handles a full chunk), or 'ids' followed by message ids.
 -- Returns {replayed, chunk size used}.
-local LIMIT = 0
-if ARGV[1] == 'all' then LIMIT = chunk_size(tonumber(ARGV[2])) end
-
-local function dlq_targets()
-  local targets = {}
-  if ARGV[1] == 'all' then
-    for _, item in ipairs(redis.call('XRANGE', K_DLQ, '-', '+', 'COUNT', LIMIT)) do
-      targets[#targets + 1] = item[1]
-    end
-  else
-    for i = 2, #ARGV do
-      local dsid = redis.call('HGET', K_DLQ_IX, ARGV[i])
-      if dsid then targets[#targets + 1] = dsid end
-    end
-  end
-  return targets
-end
+local targets, limit = dead_letter_targets(1)
 
 local n = 0
-for _, dsid in ipairs(dlq_targets()) do
+for _, dsid in ipairs(targets) do
   local e = entry(K_DLQ, dsid)
   if e then
     e.n = '0'
@@ -35,4 +19,4 @@ for _, dsid in ipairs(dlq_targets()) do
   end
 end
 if n > 0 then redis.call('PUBLISH', K_WAKE, n) end
-return { n, LIMIT }
+return { n, limit }
