@@ -8,8 +8,10 @@ use std::time::Duration;
 pub struct Scale {
     /// Ramp before each measured window; not counted.
     pub warmup: Duration,
-    /// Single publish, for the floor and then for AQS.
+    /// Single publish: the measured time per side, split into `publish_rounds` alternating
+    /// floor and AQS windows.
     pub publish: Duration,
+    pub publish_rounds: usize,
     pub single_connections: usize,
     /// Open-loop publish latency at half the measured peak.
     pub open_loop: Duration,
@@ -36,7 +38,8 @@ impl Scale {
     pub fn full() -> Self {
         Self {
             warmup: Duration::from_secs(2),
-            publish: Duration::from_secs(15),
+            publish: Duration::from_secs(16),
+            publish_rounds: 4,
             single_connections: 64,
             open_loop: Duration::from_secs(15),
             batch: Duration::from_secs(15),
@@ -57,7 +60,8 @@ impl Scale {
     pub fn quick() -> Self {
         Self {
             warmup: Duration::from_millis(500),
-            publish: Duration::from_secs(5),
+            publish: Duration::from_secs(6),
+            publish_rounds: 2,
             open_loop: Duration::from_secs(5),
             batch: Duration::from_secs(5),
             consume: Duration::from_secs(6),
@@ -74,6 +78,7 @@ impl Scale {
         Self {
             warmup: Duration::from_millis(200),
             publish: Duration::from_secs(1),
+            publish_rounds: 1,
             single_connections: 8,
             open_loop: Duration::from_secs(1),
             batch: Duration::from_secs(1),
