@@ -60,7 +60,10 @@ impl Default for MessageId {
 
 impl fmt::Display for MessageId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&hex::encode(self.0))
+        // Into a stack buffer: `hex::encode` builds its String a char at a time, on every publish.
+        let mut text = [0u8; 32];
+        hex::encode_to_slice(self.0, &mut text).map_err(|_| fmt::Error)?;
+        f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
     }
 }
 

@@ -6,7 +6,7 @@
 //!
 //! | key | type | holds |
 //! | --- | --- | --- |
-//! | `NS:{q:ID}:meta` | hash | projected queue settings (see `projection`) |
+//! | `NS:{q:ID}:meta` | hash | projected queue settings (see `projection`), until when a long poll may wait |
 //! | `NS:{q:ID}:s` | stream, group `g` | ready and leased messages |
 //! | `NS:{q:ID}:lease` | zset | stream id → lease deadline (ms) |
 //! | `NS:{q:ID}:backoff` | zset | stream id → due (ms): leases released by a nack |
@@ -16,7 +16,7 @@
 //! | `NS:{q:ID}:dlq:ix` | hash | message id → dead-letter stream id |
 //! | `NS:{q:ID}:idem:<key>` | string | idempotency record |
 //! | `NS:{q:ID}:stats` | hash | stored bytes and per-UTC-day counters |
-//! | `NS:{q:ID}:wake` | channel | published to when a message becomes ready |
+//! | `NS:{q:ID}:wake` | channel | published to when a message becomes ready and a long poll may wait |
 //! | `NS:{q:ID}:tokens_used` | hash | token id → last use (ms) |
 //! | `NS:{q:ID}:push` | hash | the queue's push target (projection, `PushRecord`) |
 //! | `NS:{q:ID}:push:log` | list | the last 20 push delivery outcomes, newest first (`DeliveryRecord`) |
@@ -87,8 +87,13 @@ pub struct QueueKeys {
 }
 
 impl QueueKeys {
+    // Concatenation, not format!: several keys are built on every publish.
     fn key(&self, suffix: &str) -> String {
-        format!("{}:{suffix}", self.prefix)
+        let mut key = String::with_capacity(self.prefix.len() + 1 + suffix.len());
+        key.push_str(&self.prefix);
+        key.push(':');
+        key.push_str(suffix);
+        key
     }
 
     pub fn meta(&self) -> String {

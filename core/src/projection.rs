@@ -4,7 +4,9 @@
 //! apart during a rolling upgrade.
 //!
 //! - `NS:{q:ID}:meta` (hash, `QueueMeta`): read by the Lua scripts on every call, so a pause or a
-//!   settings change takes effect on the next request.
+//!   settings change takes effect on the next request. The data plane keeps one field of its own
+//!   there, `w` (until when a long poll may wait), so that publish reads it with the settings; the
+//!   projection writes its fields with HSET and never deletes the hash while the queue lives.
 //! - `NS:slug:<slug>` (string): the queue id.
 //! - `NS:token:<sha256>` (hash, `TokenRecord`): deleted on revocation.
 //! - `NS:queues` (set): ids of live queues.
@@ -28,6 +30,8 @@ pub mod meta_field {
     pub const MAX_ATTEMPTS: &str = "max_attempts";
     pub const PAYLOAD_LIMIT: &str = "payload_limit";
     pub const STORAGE_LIMIT: &str = "storage_limit";
+    /// Written by the data plane's scripts, never by the projection.
+    pub const WAITING_UNTIL: &str = "w";
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -16,11 +16,25 @@ pub fn utc_day(ms: u64) -> u32 {
 }
 
 /// RFC 3339 in UTC with second precision, as the API shows timestamps (`2026-11-03T12:00:00Z`).
+/// Every publish answers with two of these: written digit by digit, not with `format!`.
 pub fn rfc3339(ms: u64) -> String {
     let secs = ms / 1000;
     let (y, m, d) = civil_from_days((secs / 86_400) as i64);
     let rem = secs % 86_400;
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    let mut out = *b"0000-00-00T00:00:00Z";
+    let mut put = |at: usize, width: usize, mut value: u64| {
+        for i in (at..at + width).rev() {
+            out[i] = b'0' + (value % 10) as u8;
+            value /= 10;
+        }
+    };
+    put(0, 4, y.clamp(0, 9999) as u64);
+    put(5, 2, u64::from(m));
+    put(8, 2, u64::from(d));
+    put(11, 2, rem / 3600);
+    put(14, 2, rem % 3600 / 60);
+    put(17, 2, rem % 60);
+    std::str::from_utf8(&out).expect("ASCII digits").to_owned()
 }
 
 /// Howard Hinnant's days-to-civil algorithm: no calendar crate on the hot path.

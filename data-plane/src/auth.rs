@@ -22,7 +22,7 @@ pub struct PinnedQueue(pub QueueId);
 #[derive(Clone, Debug)]
 pub struct QueueContext {
     pub queue: QueueId,
-    pub token: TokenRecord,
+    pub token: std::sync::Arc<TokenRecord>,
 }
 
 impl FromRequestParts<DataPlane> for QueueContext {
@@ -33,7 +33,7 @@ impl FromRequestParts<DataPlane> for QueueContext {
         let mut conn = state.engine.conn();
         let token = state
             .auth
-            .token(&mut conn, &secret.hash())
+            .token(&mut conn, &secret)
             .await?
             .ok_or_else(|| ApiError::Unauthorized("the token is unknown or was revoked".into()))?;
         let queue = match parts.extensions.get::<PinnedQueue>() {

@@ -52,9 +52,13 @@ pub async fn consume(
             fut.enable();
         }
         let now = now_ms();
+        let wait_until_ms = match &waiter {
+            Some(_) => now + deadline.saturating_duration_since(Instant::now()).as_millis() as u64,
+            None => 0,
+        };
         // Boxed: the script call's future is large and lives only during the attempt; inline, it
         // would be part of every held poll's task for the whole wait.
-        let attempt = Box::pin(state.engine.consume(queue, max, lease_ms, now)).await;
+        let attempt = Box::pin(state.engine.consume(queue, max, lease_ms, now, wait_until_ms)).await;
         pass_on.0 = None;
         let next_due_ms = match attempt? {
             ConsumeOutcome::Delivered { deliveries, lease_ms, next_due_ms } => {

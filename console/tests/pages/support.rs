@@ -256,7 +256,7 @@ pub async fn publish(app: &TestConsole, queue: &Queue, body: &str, content_type:
 /// they all become dead letters with `reason`.
 pub async fn fail_all(app: &TestConsole, queue: &Queue, reason: &str) {
     let now = now_ms();
-    let ConsumeOutcome::Delivered { deliveries, .. } = app.engine.consume(queue.id, 100, 30_000, now).await.unwrap()
+    let ConsumeOutcome::Delivered { deliveries, .. } = app.engine.consume(queue.id, 100, 30_000, now, 0).await.unwrap()
     else {
         panic!("consume did not deliver");
     };

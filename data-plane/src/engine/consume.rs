@@ -38,10 +38,19 @@ pub enum ConsumeOutcome {
 }
 
 impl Engine {
-    /// Leases up to `max` messages for `lease_ms` (0 = the queue's visibility timeout).
-    pub async fn consume(&self, queue: QueueId, max: u32, lease_ms: u64, now_ms: u64) -> ApiResult<ConsumeOutcome> {
+    /// Leases up to `max` messages for `lease_ms` (0 = the queue's visibility timeout). A caller
+    /// that will wait for messages when there are none says until when (`wait_until_ms`, 0 for
+    /// none), so that publishes wake it (the `w` mark in `meta`).
+    pub async fn consume(
+        &self,
+        queue: QueueId,
+        max: u32,
+        lease_ms: u64,
+        now_ms: u64,
+        wait_until_ms: u64,
+    ) -> ApiResult<ConsumeOutcome> {
         let mut inv = self.invocation(&self.scripts.consume, queue);
-        inv.arg(now_ms).arg(utc_day(now_ms)).arg(max).arg(lease_ms);
+        inv.arg(now_ms).arg(utc_day(now_ms)).arg(max).arg(lease_ms).arg(wait_until_ms);
         let mut reply = Reply::new(self.run(&inv).await?)?;
         match reply.text()?.as_str() {
             "ok" => {}

@@ -1,14 +1,17 @@
 //! The message engine: the one place that talks to Redis about messages. Every operation is one
 //! Lua script (`scripts/*.lua`, one per operation) run with one EVALSHA; purges and replays of a
 //! whole queue run the same script in bounded chunks so Redis is never blocked for long. Every
-//! script but `publish.lua` gets the twelve standard keys and the `common.lua` prelude; publish,
-//! the hot path, stands alone with the six keys it touches (plus its idempotency keys).
+//! script but the two publish scripts gets the twelve standard keys and the `common.lua` prelude;
+//! publish, the hot path, stands alone with the keys it touches (`publish_one.lua` for one plain
+//! message, `publish.lua` for the rest).
 //!
 //! # Structures (per queue, all under the hash tag `{q:ID}`, names from `aqs_core::keys`)
 //!
 //! - `s`: a stream with one consumer group `g` and one consumer `c`. It holds every ready and
 //!   leased message. Entries are version-1 records (`v`, `id`, `b`, `ct`, `a`, `g`, `pa`, `ik`,
-//!   `n`, `sz`; see `scripts/common.lua`).
+//!   `n`, `sz`; see `scripts/common.lua`); a publish writes only what cannot be derived (`id`, `b`,
+//!   and `ct`, `a`, `g`, `pa`, `ik` when they are not the default), and every script reads entries
+//!   back whole through common.lua's `record`.
 //! - `lease`: zset stream id → lease deadline (ms). Its members are exactly the group's PEL.
 //! - `backoff`: zset stream id → due (ms): the leases a nack released (a subset of `lease`).
 //! - `delayed` + `delayed:m`: messages published with a delay (zset message id → due, hash message
@@ -16,15 +19,18 @@
 //! - `dlq` + `dlq:ix`: dead letters (stream, with reason `r`, attempts `at`, dead-at `da`) and
 //!   message id → dlq stream id.
 //! - `errors`: stream id → the last nack error. `stats`: `bytes` and per-UTC-day counters.
+//! - `meta`: the projected settings, plus `w`: until when (ms) a long poll may be waiting.
 //! - `idem:<key>`: `id:fingerprint:published:available`, no TTL while the message is stored.
 //!
 //! # The life of a message
 //!
 //! publish → (delayed → promoted) → stream, never delivered → consume: XREADGROUP puts it in the
 //! PEL (delivery counter 1) and the lease zset (deadline) → ack: XACK + XDEL + ZREM, bytes freed,
-//! the idempotency record gets a TTL of what remains of publish + 24 h. Each publish PUBLISHes the
-//! number of messages it stored on the queue's wake channel; a replica wakes that many of its long
-//! polls (`wake.rs`), not all of them. A nack moves the lease
+//! the idempotency record gets a TTL of what remains of publish + 24 h. While `meta.w` lies ahead,
+//! a publish PUBLISHes the number of messages it stored on the queue's wake channel; a replica wakes
+//! that many of its long polls (`wake.rs`), not all of them. Without a waiter it PUBLISHes nothing:
+//! a consume that finds nothing for a poll that will wait moves `w` up to the poll's deadline in the
+//! same script, so no publish can fall between the empty answer and the mark. A nack moves the lease
 //! deadline to now + delay and marks it in `backoff`; a lease that runs out is simply due. The
 //! next consume claims due leases first (XCLAIM with min-idle 0 bumps the delivery counter); a due
 //! lease whose deliveries reached max attempts is moved to the DLQ instead (reason: the nack's

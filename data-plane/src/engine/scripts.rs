@@ -1,7 +1,8 @@
 //! The Lua scripts, compiled into the binary and loaded lazily: `redis::Script` sends EVALSHA and
 //! falls back to loading the script on NOSCRIPT, so a restarted Redis (empty script cache) needs
 //! nothing from us. `common.lua` is prepended to each (Lua scripts cannot include each other)
-//! except `publish.lua`, the hot path, which stands alone with only the keys it touches.
+//! except `publish.lua` and `publish_one.lua`, the hot path, which stand alone with only the keys
+//! they touch.
 
 use redis::Script;
 
@@ -13,6 +14,7 @@ macro_rules! script {
 
 pub struct Scripts {
     pub publish: Script,
+    pub publish_one: Script,
     pub consume: Script,
     pub ack: Script,
     pub nack: Script,
@@ -30,6 +32,7 @@ impl Scripts {
     pub fn new() -> Self {
         Self {
             publish: Script::new(include_str!("scripts/publish.lua")),
+            publish_one: Script::new(include_str!("scripts/publish_one.lua")),
             consume: script!("consume.lua"),
             ack: script!("ack.lua"),
             nack: script!("nack.lua"),
@@ -46,9 +49,10 @@ impl Scripts {
 
     /// Every script, for loading them all at start-up (`SCRIPT LOAD` catches a Lua syntax error
     /// before the first request does).
-    pub fn all(&self) -> [&Script; 12] {
+    pub fn all(&self) -> [&Script; 13] {
         [
             &self.publish,
+            &self.publish_one,
             &self.consume,
             &self.ack,
             &self.nack,

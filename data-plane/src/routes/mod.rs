@@ -25,30 +25,34 @@ const SMALL_BODY_LIMIT: u64 = 256 * 1024;
 
 /// Every data-plane route, at its full path.
 pub fn router(state: DataPlane) -> Router {
-    Router::new()
-        .route("/queue/v1/health", get(health::health))
-        .nest("/queue/v1/{slug}", queue_routes())
-        .with_state(state)
+    Router::new().route("/queue/v1/health", get(health::health)).merge(routes_at("/queue/v1/{slug}")).with_state(state)
 }
 
-/// The per-queue routes relative to the queue's root. The shared address nests them under
-/// `/queue/v1/{slug}`; a custom host can serve them at `/` after inserting a
-/// [`PinnedQueue`](crate::PinnedQueue) extension.
+/// The per-queue routes relative to the queue's root. A custom host can serve them at `/` after
+/// inserting a [`PinnedQueue`](crate::PinnedQueue) extension.
 pub fn queue_routes() -> Router<DataPlane> {
+    routes_at("")
+}
+
+/// The per-queue routes under `root`. The shared address registers them at their full paths
+/// rather than nesting a router: a nest rewrites every request's URI, which showed in the
+/// single-publish profile.
+fn routes_at(root: &str) -> Router<DataPlane> {
     // Handlers read their bodies themselves, after the scope check, under their own limit (a
     // per-queue one for publishes; see body.rs), so axum's default limit is off.
+    let at = |path: &str| format!("{root}{path}");
     Router::new()
-        .route("/messages", post(publish::publish_one))
-        .route("/messages/batch", post(publish::publish_batch))
-        .route("/consume", post(consume::consume))
-        .route("/ack", post(consume::ack))
-        .route("/nack", post(consume::nack))
-        .route("/stats", get(stats::stats))
-        .route("/messages/peek", get(admin::peek))
-        .route("/purge", post(admin::purge))
-        .route("/dead-letters", get(dead_letters::list))
-        .route("/dead-letters/replay", post(dead_letters::replay))
-        .route("/dead-letters/purge", post(dead_letters::purge))
+        .route(&at("/messages"), post(publish::publish_one))
+        .route(&at("/messages/batch"), post(publish::publish_batch))
+        .route(&at("/consume"), post(consume::consume))
+        .route(&at("/ack"), post(consume::ack))
+        .route(&at("/nack"), post(consume::nack))
+        .route(&at("/stats"), get(stats::stats))
+        .route(&at("/messages/peek"), get(admin::peek))
+        .route(&at("/purge"), post(admin::purge))
+        .route(&at("/dead-letters"), get(dead_letters::list))
+        .route(&at("/dead-letters/replay"), post(dead_letters::replay))
+        .route(&at("/dead-letters/purge"), post(dead_letters::purge))
         .layer(DefaultBodyLimit::disable())
         .layer(axum::middleware::map_response(no_store))
 }

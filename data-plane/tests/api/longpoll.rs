@@ -96,3 +96,28 @@ async fn shutdown_ends_a_waiting_long_poll() {
     assert_eq!(body["messages"], json!([]));
     assert!(start.elapsed() < Duration::from_secs(1));
 }
+
+/// A publish PUBLISHes a wake-up only while a long poll may be waiting on the queue: the common
+/// publish with nobody waiting costs Redis no PUBLISH, and a waiting poll is still woken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publishes_signal_the_wake_channel_only_while_a_poll_waits() {
+    use futures_util::StreamExt;
+    let app = spawn_app().await;
+    app.listening().await;
+    let queue = app.queue().await;
+    let mut pubsub = redis::Client::open(redis_url()).unwrap().get_async_pubsub().await.unwrap();
+    pubsub.subscribe(app.keys.queue(queue.id).wake()).await.unwrap();
+    let mut signals = pubsub.on_message();
+
+    app.publish_text(&queue, "nobody waits").await;
+    let quiet = tokio::time::timeout(Duration::from_millis(300), signals.next()).await;
+    assert!(quiet.is_err(), "a publish with no waiting poll signalled the wake channel");
+    assert_eq!(app.consume(&queue, json!({"max_messages": 10})).await.len(), 1);
+
+    let (latency, received) = wake_latency(&app, &app, &queue).await;
+    assert_eq!(received, 1);
+    assert!(latency < Duration::from_millis(100), "woken after {latency:?}");
+    let signal = tokio::time::timeout(Duration::from_secs(1), signals.next()).await;
+    let payload: String = signal.expect("no wake-up signal while a poll waited").unwrap().get_payload().unwrap();
+    assert_eq!(payload, "1");
+}

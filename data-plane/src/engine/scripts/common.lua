@@ -1,9 +1,10 @@
 -- common.lua: prepended to every script by scripts.rs (Lua scripts cannot include each other).
 --
--- Every queue script but publish.lua (which stands alone, see its header) receives the same twelve
--- queue keys, in this order (Engine::invocation builds them from core::keys); a script may ignore
--- some. All share the hash tag {q:ID}.
---   KEYS[1]  meta       hash   projected settings
+-- Every queue script but publish.lua and publish_one.lua (which stand alone, see their headers)
+-- receives the same twelve queue keys, in this order (Engine::invocation builds them from
+-- core::keys); a script may ignore some. All share the hash tag {q:ID}.
+--   KEYS[1]  meta       hash   projected settings, and 'w': until when (ms) a long poll may wait
+--                              (publishes PUBLISH on wake only until then; see mark_waiting)
 --   KEYS[2]  stream     stream ready and leased messages, consumer group 'g', one consumer 'c'
 --   KEYS[3]  lease      zset   stream id -> lease deadline ms (exactly the PEL)
 --   KEYS[4]  backoff    zset   stream id -> due ms, leases released by a nack (a subset of lease)
@@ -19,10 +20,12 @@
 -- Entries (stream, delayed, dlq) are version 1 records: v, id, b (body), ct, a (attributes JSON),
 -- g (group id, optional), pa (published ms), ik (idempotency key, optional), n (deliveries before
 -- this entry was written: the PEL counter restarts on every XADD), sz (accounted bytes).
+-- Publishes leave out what can be derived (see `complete`); every reader goes through `record`.
 local K_META, K_STREAM, K_LEASE, K_BACKOFF = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_DELAYED, K_DELAYED_M, K_DLQ, K_DLQ_IX = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local K_ERRORS, K_STATS, K_WAKE, K_IDEM = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 local IDEM_MS = 86400000
+local WAIT_GRACE_MS = 1000
 
 local function read_meta()
   local m = redis.call('HMGET', K_META, 'v', 'paused', 'visibility_ms', 'max_attempts', 'payload_limit', 'storage_limit')
@@ -42,11 +45,41 @@ local function to_map(flat)
   return t
 end
 
--- One stream entry as a table, or nil when it is gone.
+-- Fills in the fields a publish leaves out: n 0, content type application/json, no attributes,
+-- published at the stream id's milliseconds, accounted bytes #b + #a.
+local function complete(sid, e)
+  e.n = e.n or '0'
+  e.ct = e.ct or 'application/json'
+  e.a = e.a or ''
+  e.pa = e.pa or string.match(sid, '^%d+')
+  e.sz = e.sz or tostring(#e.b + #e.a)
+  return e
+end
+
+-- A stream entry (id and flat field list, as XRANGE and XREADGROUP give them) as a whole record.
+local function record(sid, flat)
+  return complete(sid, to_map(flat))
+end
+
+-- One stream entry as a record, or nil when it is gone.
 local function entry(stream, sid)
   local r = redis.call('XRANGE', stream, sid, sid)
   if #r == 0 then return nil end
-  return to_map(r[1][2])
+  return record(sid, r[1][2])
+end
+
+-- Tells this queue's long polls that `n` messages may be ready: only while one may be waiting.
+local function wake(n, now)
+  if n > 0 and tonumber(redis.call('HGET', K_META, 'w') or '0') >= now then
+    redis.call('PUBLISH', K_WAKE, n)
+  end
+end
+
+-- A consume that found nothing and whose poll will wait until `until_ms`: moves the waiting mark
+-- up to then (never back), so publishes PUBLISH. The grace covers replica clock skew.
+local function mark_waiting(until_ms)
+  local mark = until_ms + WAIT_GRACE_MS
+  if tonumber(redis.call('HGET', K_META, 'w') or '0') < mark then redis.call('HSET', K_META, 'w', mark) end
 end
 
 -- Deliveries so far of a leased entry: the base carried in the entry plus the PEL counter.

@@ -1,13 +1,15 @@
 -- consume.lua: leases up to max messages: due leases first (expired or released by a nack), then
 -- never-delivered entries. Expired leases that used every attempt go to the DLQ instead.
 -- KEYS: the twelve queue keys (common.lua).
--- ARGV: now_ms, utc_day, max messages, lease ms (0 = the queue's visibility timeout).
+-- ARGV: now_ms, utc_day, max messages, lease ms (0 = the queue's visibility timeout), the ms until
+--       which the caller will wait for messages if this finds none (0 = it will not wait).
 -- Returns {'ok', lease ms, next due ms or '', then per message 11 values:
 --          stream id, message id, body, content type, attributes, group id or '', published ms, attempts,
 --          delivery base n, accounted bytes sz, has an idempotency key (1/0)}
 --          (the last three go into the receipt, so that ack need not read the entry).
 --      or {'no_queue'} | {'paused'}.
 local now, day, max, lease_ms = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local wait_until = tonumber(ARGV[5])
 local meta = read_meta()
 if not meta then return { 'no_queue' } end
 if meta.paused then return { 'paused' } end
@@ -63,7 +65,7 @@ if delivered < max and redis.call('EXISTS', K_STREAM) == 1 then
   if r and #r[1][2] > 0 then
     local leases = {}
     for _, item in ipairs(r[1][2]) do
-      local sid, e = item[1], to_map(item[2])
+      local sid, e = item[1], record(item[1], item[2])
       leases[#leases + 1] = deadline; leases[#leases + 1] = sid
       deliver(sid, e, tonumber(e.n) + 1)
     end
@@ -72,5 +74,6 @@ if delivered < max and redis.call('EXISTS', K_STREAM) == 1 then
 end
 
 bump('del:', day, delivered)
+if delivered == 0 and wait_until > now then mark_waiting(wait_until) end
 out[3] = next_due()
 return out

@@ -7,7 +7,7 @@ local limit, preview = tonumber(ARGV[1]), tonumber(ARGV[2])
 if not read_meta() then return { 'no_queue' } end
 local out = { 'ok' }
 for _, item in ipairs(redis.call('XRANGE', K_DLQ, '-', '+', 'COUNT', limit)) do
-  local e = to_map(item[2])
+  local e = record(item[1], item[2])
   for _, p in ipairs({ e.id, e.r, e.at, e.da, string.sub(e.b, 1, preview), #e.b, e.ct, e.pa, e.g or '' }) do
     out[#out + 1] = p
   end

@@ -18,5 +18,6 @@ for _, dsid in ipairs(targets) do
     n = n + 1
   end
 end
-if n > 0 then redis.call('PUBLISH', K_WAKE, n) end
+-- No clock here (replays are rare): a mark at any time counts, so this always wakes.
+wake(n, 0)
 return { n, limit }

@@ -30,5 +30,5 @@ for i = 0, count - 1 do
     out[#out + 1] = 1
   end
 end
-if returned > 0 then redis.call('PUBLISH', K_WAKE, returned) end
+wake(returned, now)
 return out

@@ -20,7 +20,7 @@ for _, sid in ipairs(redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 
 end
 if n < limit then
   for _, item in ipairs(redis.call('XRANGE', K_STREAM, '(' .. last, '+', 'COUNT', limit - n)) do
-    local e = to_map(item[2])
+    local e = record(item[1], item[2])
     add(item[1], e, tonumber(e.n))
   end
 end

@@ -1,7 +1,7 @@
--- publish.lua: stores one message or a batch, atomically (all or none). The hot path, so it runs
--- without common.lua (whose twelve KEYS and helpers cost more than this body) and takes only the
--- keys it touches; one plain message (no idempotency key, no delay) takes a fast path of five
--- commands: HMGET meta, HINCRBY bytes, XADD, HINCRBY today's count, PUBLISH.
+-- publish.lua: stores a batch, or one message with an idempotency key or a delay, atomically (all
+-- or none); one plain message goes to publish_one.lua. A hot path too, so it runs without
+-- common.lua (whose twelve KEYS and helpers cost more than this body) and takes only the keys it
+-- touches.
 -- KEYS[1] meta, KEYS[2] stream, KEYS[3] delayed, KEYS[4] delayed:m, KEYS[5] stats, KEYS[6] wake
 --       (as in common.lua), then KEYS[7..]: the idempotency keys of the entries that have one.
 -- ARGV: now_ms, utc_day, count, length of the idempotency key prefix, then per message 9 values:
@@ -11,44 +11,14 @@
 -- Returns {'ok', then per message: duplicate (0/1), id, published ms, available ms}
 --      or  {'no_queue'} | {'paused'} | {'storage'} | {'too_large', index} | {'conflict', index}
 --      (index 0-based).
--- Entries are the version 1 records of common.lua, fields in entry_args' order.
+-- Stream entries leave out what common.lua's `complete` derives (v, n, sz, and ct and a at their
+-- defaults); delayed ones are whole records (common.lua's entry_args).
 local K_META, K_STREAM, K_DELAYED, K_DELAYED_M, K_STATS, K_WAKE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local now, day, count, idem_prefix = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-local meta = redis.call('HMGET', K_META, 'v', 'paused', 'payload_limit', 'storage_limit')
+local meta = redis.call('HMGET', K_META, 'v', 'paused', 'payload_limit', 'storage_limit', 'w')
 if not meta[1] then return { 'no_queue' } end
 if meta[2] == '1' then return { 'paused' } end
 local payload_limit, storage_limit = tonumber(meta[3]), tonumber(meta[4])
-
--- Fast path: one message, no idempotency key, no delay: most of the traffic, so inline (no
--- tables, no closures). Same steps, in the same order, as the general path below.
-if count == 1 and ARGV[10] == '0' and ARGV[12] == '0' then
-  if #ARGV[6] > payload_limit then return { 'too_large', 0 } end
-  -- Storage: add first, take back on refusal (one command on the success path). Never evict.
-  local sz = tonumber(ARGV[13])
-  if sz > 0 and redis.call('HINCRBY', K_STATS, 'bytes', sz) > storage_limit then
-    redis.call('HINCRBY', K_STATS, 'bytes', -sz)
-    return { 'storage' }
-  end
-  local g, sid = ARGV[9], nil
-  if g == '' then
-    sid = redis.call('XADD', K_STREAM, 'NOMKSTREAM', '*', 'v', '1', 'id', ARGV[5], 'b', ARGV[6], 'ct', ARGV[7],
-      'a', ARGV[8], 'pa', ARGV[1], 'n', '0', 'sz', ARGV[13])
-  else
-    sid = redis.call('XADD', K_STREAM, 'NOMKSTREAM', '*', 'v', '1', 'id', ARGV[5], 'b', ARGV[6], 'ct', ARGV[7],
-      'a', ARGV[8], 'pa', ARGV[1], 'n', '0', 'sz', ARGV[13], 'g', g)
-  end
-  if not sid then
-    -- The queue's first message: the group before the entry (see xadd_ready below).
-    local args = { 'v', '1', 'id', ARGV[5], 'b', ARGV[6], 'ct', ARGV[7], 'a', ARGV[8], 'pa', ARGV[1], 'n', '0', 'sz', ARGV[13] }
-    if g ~= '' then args[17] = 'g'; args[18] = g end
-    redis.call('XGROUP', 'CREATE', K_STREAM, 'g', '0', 'MKSTREAM')
-    redis.call('XADD', K_STREAM, '*', unpack(args))
-  end
-  redis.call('HINCRBY', K_STATS, 'pub:' .. day, 1)
-  -- Waiters re-run consume; the payload is how many of them are worth waking.
-  redis.call('PUBLISH', K_WAKE, 1)
-  return { 'ok', 0, ARGV[5], now, now }
-end
 
 -- Storage: add first, take back on refusal (one command on the success path). Never evict.
 local function reserve(bytes)
@@ -73,8 +43,8 @@ end
 local function stored(n)
   redis.call('HINCRBY', K_STATS, 'pub:' .. day, n)
   -- Waiters re-run consume (a ready message) or re-plan their sleep (a delayed one); the payload
-  -- is how many waiters are worth waking.
-  redis.call('PUBLISH', K_WAKE, n)
+  -- is how many waiters are worth waking. Only while one may wait (common.lua's mark_waiting).
+  if meta[5] and tonumber(meta[5]) >= now then redis.call('PUBLISH', K_WAKE, n) end
 end
 
 -- Pass 1: validate everything and resolve idempotency keys; nothing is written yet, so a refusal
@@ -122,7 +92,9 @@ for i = 0, count - 1 do
       redis.call('HSET', K_DELAYED_M, id, cmsgpack.pack(e))
       redis.call('ZADD', K_DELAYED, now + delay, id)
     else
-      local args = { 'v', '1', 'id', id, 'b', ARGV[base + 1], 'ct', ARGV[base + 2], 'a', ARGV[base + 3], 'pa', ARGV[1], 'n', '0', 'sz', ARGV[base + 8] }
+      local args = { 'id', id, 'b', ARGV[base + 1], 'pa', ARGV[1] }
+      if ARGV[base + 2] ~= 'application/json' then args[#args + 1] = 'ct'; args[#args + 1] = ARGV[base + 2] end
+      if ARGV[base + 3] ~= '' then args[#args + 1] = 'a'; args[#args + 1] = ARGV[base + 3] end
       if g ~= '' then args[#args + 1] = 'g'; args[#args + 1] = g end
       if ik then args[#args + 1] = 'ik'; args[#args + 1] = ik end
       xadd_ready(args)

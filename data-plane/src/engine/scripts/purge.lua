@@ -24,7 +24,7 @@ for _, sid in ipairs(redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 
 end
 if n < limit then
   for _, item in ipairs(redis.call('XRANGE', K_STREAM, '(' .. last, '+', 'COUNT', limit - n)) do
-    drop(item[1], to_map(item[2]))
+    drop(item[1], record(item[1], item[2]))
   end
 end
 if freed > 0 then redis.call('HINCRBY', K_STATS, 'bytes', -freed) end

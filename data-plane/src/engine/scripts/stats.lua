@@ -10,7 +10,7 @@ if not meta then return { 'no_queue' } end
 local oldest = ''
 if redis.call('EXISTS', K_STREAM) == 1 then
   local first = redis.call('XRANGE', K_STREAM, '-', '+', 'COUNT', 1)
-  if first[1] then oldest = to_map(first[1][2]).pa end
+  if first[1] then oldest = record(first[1][1], first[1][2]).pa end
 end
 local counts = redis.call('HMGET', K_STATS, 'bytes', 'pub:' .. day, 'del:' .. day, 'ack:' .. day)
 return {

@@ -8,7 +8,7 @@ local meta = read_meta()
 if not meta then return { 'no_queue' } end
 
 local promoted = promote_due(now, limit)
-if promoted > 0 then redis.call('PUBLISH', K_WAKE, promoted) end
+wake(promoted, now)
 
 -- Expired leases that used every attempt are dead letters, not redeliveries. The others wait for
 -- the next consume, which redelivers them. The PEL counter alone is a lower bound of the attempts
