@@ -84,6 +84,12 @@ pub async fn run(
             tracing::warn!(error = %err, "background task ended abnormally");
         }
     }
+    // Publishes answered during the shutdown grace counted after the flusher stopped.
+    if let Some(dp) = &data_plane
+        && let Err(err) = dp.engine.flush_publish_counts().await
+    {
+        tracing::warn!(error = %err, "could not write the last publish counts");
+    }
     tracing::info!("aqs stopped");
     Ok(())
 }

@@ -2,14 +2,16 @@
 //!
 //! - [`router`] serves every route under `/queue/v1`; [`queue_routes`] are the per-queue handlers
 //!   alone, written against an extracted [`QueueContext`] so a custom host can serve them at `/`.
-//! - [`spawn_background`] starts the sweeper (timers), the wake-up subscriber (long polls) and the
-//!   push supervisor ([`push`]: one dispatcher per queue with a push target).
+//! - [`spawn_background`] starts the sweeper (timers), the publish count flusher, the wake-up
+//!   subscriber (long polls) and the push supervisor ([`push`]: one dispatcher per queue with a push
+//!   target).
 //! - [`engine`] is the storage layer: one typed method per operation, taking a `QueueId`; the
 //!   console calls it directly.
 
 mod auth;
 mod body;
 mod cache;
+mod count_flusher;
 pub mod engine;
 mod longpoll;
 pub mod push;
@@ -26,8 +28,8 @@ pub use state::DataPlane;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-/// Starts the background tasks of a data-plane process: the sweeper, the wake-up subscriber and
-/// the push supervisor.
+/// Starts the background tasks of a data-plane process: the sweeper, the publish count flusher,
+/// the wake-up subscriber and the push supervisor.
 /// Both keep retrying while Redis is away and end when `shutdown` is cancelled.
 pub fn spawn_background(state: &DataPlane, shutdown: CancellationToken) -> Vec<JoinHandle<()>> {
     if state.shutdown.set(shutdown.clone()).is_err() {
@@ -35,6 +37,7 @@ pub fn spawn_background(state: &DataPlane, shutdown: CancellationToken) -> Vec<J
     }
     vec![
         sweeper::spawn(state.clone(), shutdown.clone()),
+        count_flusher::spawn(state.clone(), shutdown.clone()),
         wake::spawn_subscriber(state, shutdown.clone()),
         push::spawn(state.clone(), shutdown),
     ]

@@ -18,7 +18,8 @@
 //!   id → cmsgpack'd record), promoted into the stream when due.
 //! - `dlq` + `dlq:ix`: dead letters (stream, with reason `r`, attempts `at`, dead-at `da`) and
 //!   message id → dlq stream id.
-//! - `errors`: stream id → the last nack error. `stats`: `bytes` and per-UTC-day counters.
+//! - `errors`: stream id → the last nack error. `stats`: `bytes` and per-UTC-day counters (single
+//!   publishes are counted in process and added a few times a second: `publish_counts.rs`).
 //! - `meta`: the projected settings, plus `w`: until when (ms) a long poll may be waiting.
 //! - `idem:<key>`: `id:fingerprint:published:available`, no TTL while the message is stored.
 //!
@@ -62,6 +63,7 @@ mod admin;
 mod consume;
 mod dead_letters;
 mod publish;
+mod publish_counts;
 mod reply;
 mod scripts;
 mod stats;
@@ -72,6 +74,7 @@ pub use admin::{PURGE_CHUNK, PeekedMessage};
 pub use consume::{ConsumeOutcome, Delivery};
 pub use dead_letters::{DeadLetter, PREVIEW_BYTES, Selection};
 pub use publish::{NewMessage, PublishOutcome, Published};
+use publish_counts::PublishCounts;
 pub use scripts::Scripts;
 pub use stats::{DAILY_HISTORY_DAYS, DailyCount, QueueStats};
 pub use sweep::SweepOutcome;
@@ -89,11 +92,12 @@ pub struct Engine {
     conn: RedisConn,
     keys: Keys,
     scripts: Arc<Scripts>,
+    publish_counts: Arc<PublishCounts>,
 }
 
 impl Engine {
     pub fn new(conn: RedisConn, keys: Keys) -> Self {
-        Self { conn, keys, scripts: Arc::new(Scripts::new()) }
+        Self { conn, keys, scripts: Arc::new(Scripts::new()), publish_counts: Arc::default() }
     }
 
     pub fn keys(&self) -> &Keys {

@@ -131,7 +131,7 @@ impl Engine {
         let id = MessageId::new().to_string();
         let mut inv = self.scripts.publish_one.prepare_invoke();
         inv.key(q.meta()).key(q.stream()).key(q.stats()).key(q.wake());
-        inv.arg(now_ms).arg(utc_day(now_ms)).arg(id.as_str()).arg(message.body.as_slice());
+        inv.arg(now_ms).arg(id.as_str()).arg(message.body.as_slice());
         if message.content_type != DEFAULT_CONTENT_TYPE {
             inv.arg("ct").arg(message.content_type.as_str());
         }
@@ -151,6 +151,7 @@ impl Engine {
                     let published_at_ms = stream_id_ms(stream_id).ok_or_else(|| {
                         anyhow::anyhow!("publish_one.lua returned {:?}", String::from_utf8_lossy(stream_id))
                     })?;
+                    self.publish_counts.add(queue, utc_day(now_ms), 1);
                     PublishOutcome::Stored(vec![Published {
                         id,
                         published_at_ms,

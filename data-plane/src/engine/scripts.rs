@@ -2,7 +2,7 @@
 //! falls back to loading the script on NOSCRIPT, so a restarted Redis (empty script cache) needs
 //! nothing from us. `common.lua` is prepended to each (Lua scripts cannot include each other)
 //! except `publish.lua` and `publish_one.lua`, the hot path, which stand alone with only the keys
-//! they touch.
+//! they touch, and `count.lua`, which needs none of it.
 
 use redis::Script;
 
@@ -15,6 +15,7 @@ macro_rules! script {
 pub struct Scripts {
     pub publish: Script,
     pub publish_one: Script,
+    pub count: Script,
     pub consume: Script,
     pub ack: Script,
     pub nack: Script,
@@ -33,6 +34,7 @@ impl Scripts {
         Self {
             publish: Script::new(include_str!("scripts/publish.lua")),
             publish_one: Script::new(include_str!("scripts/publish_one.lua")),
+            count: Script::new(include_str!("scripts/count.lua")),
             consume: script!("consume.lua"),
             ack: script!("ack.lua"),
             nack: script!("nack.lua"),
@@ -49,10 +51,11 @@ impl Scripts {
 
     /// Every script, for loading them all at start-up (`SCRIPT LOAD` catches a Lua syntax error
     /// before the first request does).
-    pub fn all(&self) -> [&Script; 13] {
+    pub fn all(&self) -> [&Script; 14] {
         [
             &self.publish,
             &self.publish_one,
+            &self.count,
             &self.consume,
             &self.ack,
             &self.nack,

@@ -44,6 +44,7 @@ impl Engine {
     pub async fn stats(&self, queue: QueueId, now_ms: u64) -> ApiResult<Option<QueueStats>> {
         let mut inv = self.invocation(&self.scripts.stats, queue);
         inv.arg(now_ms).arg(utc_day(now_ms));
+        let _no_flush = self.publish_counts.read_gate().await;
         let mut reply = Reply::new(self.run(&inv).await?)?;
         if reply.text()? != "ok" {
             return Ok(None);
@@ -61,7 +62,7 @@ impl Engine {
             total: stream_len + delayed,
             stored_bytes: reply.uint()?,
             oldest_published_ms: reply.opt_uint()?,
-            published_today: reply.uint()?,
+            published_today: reply.uint()? + self.publish_counts.pending(queue, utc_day(now_ms)),
             delivered_today: reply.uint()?,
             acked_today: reply.uint()?,
             dead_letters: reply.uint()?,
@@ -81,6 +82,7 @@ impl Engine {
             return Ok(Vec::new());
         }
         let mut conn = self.conn.clone();
+        let _no_flush = self.publish_counts.read_gate().await;
         let values: Vec<Option<u64>> =
             redis::cmd("HMGET").arg(self.keys.queue(queue).stats()).arg(&fields).query_async(&mut conn).await?;
         Ok(days
@@ -88,7 +90,7 @@ impl Engine {
             .zip(values.chunks(3))
             .map(|(&day, v)| DailyCount {
                 day,
-                published: v[0].unwrap_or(0),
+                published: v[0].unwrap_or(0) + self.publish_counts.pending(queue, day),
                 delivered: v[1].unwrap_or(0),
                 acked: v[2].unwrap_or(0),
             })

@@ -208,3 +208,47 @@ async fn stats_after_a_known_sequence() {
     assert_eq!(today.day, aqs_core::time::utc_day(now_ms()));
     assert!(days[..13].iter().all(|d| d.published == 0));
 }
+
+/// Single publishes are counted in process and flushed to Redis a few times a second: the count
+/// shows at once, once, before and after the flush, and next to batch publishes (counted in Lua).
+#[tokio::test]
+async fn published_today_counts_each_publish_once_across_a_flush() {
+    let app = spawn_app().await;
+    let queue = app.queue().await;
+    for i in 0..3 {
+        app.publish_text(&queue, &format!("m{i}")).await;
+    }
+    let (status, _) = app
+        .post(&queue.token, &app.url(&queue, "/messages/batch"), &json!({"messages": [{"body": "a"}, {"body": "b"}]}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(app.stats(&queue).await["published_today"], 5);
+
+    app.state.engine.flush_publish_counts().await.unwrap();
+    let field = format!("pub:{}", aqs_core::time::utc_day(now_ms()));
+    let stored: Option<u64> = redis::cmd("HGET")
+        .arg(app.keys.queue(queue.id).stats())
+        .arg(&field)
+        .query_async(&mut app.redis.clone())
+        .await
+        .unwrap();
+    assert_eq!(stored, Some(5));
+    assert_eq!(app.stats(&queue).await["published_today"], 5);
+    let today = app.state.engine.daily_counts(queue.id, 1, now_ms()).await.unwrap();
+    assert_eq!(today[0].published, 5);
+}
+
+/// A flush after the queue was deleted must not leave a stats hash behind for it.
+#[tokio::test]
+async fn a_flush_does_not_revive_a_deleted_queues_stats() {
+    let app = spawn_app().await;
+    let queue = app.queue().await;
+    app.state.engine.flush_publish_counts().await.unwrap();
+    app.publish_text(&queue, "soon orphaned").await;
+    let q = app.keys.queue(queue.id);
+    let mut conn = app.redis.clone();
+    let _: () = redis::cmd("DEL").arg(q.meta()).arg(q.stats()).query_async(&mut conn).await.unwrap();
+    app.state.engine.flush_publish_counts().await.unwrap();
+    let exists: bool = redis::cmd("EXISTS").arg(q.stats()).query_async(&mut conn).await.unwrap();
+    assert!(!exists, "the flush recreated the deleted queue's stats");
+}

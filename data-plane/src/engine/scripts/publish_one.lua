@@ -4,10 +4,10 @@
 -- from their defaults. Published ms comes from the stream id, `n` is 0, `sz` is #b + #a.
 -- Every command, argument and field costs Redis time on the hot path (Lua conversion, the command,
 -- and again when the effects are written to the AOF), hence the terse shape: one HMGET of the
--- settings and the waiting mark, HINCRBY stored bytes, XADD, HINCRBY today's count, and PUBLISH
--- only while a long poll may be waiting.
+-- settings and the waiting mark, HINCRBY stored bytes, XADD, and PUBLISH only while a long poll
+-- may be waiting. Today's publish count is kept by the caller (engine/publish_counts.rs).
 -- KEYS[1] meta, KEYS[2] stream, KEYS[3] stats, KEYS[4] wake (as in common.lua).
--- ARGV: now_ms, utc_day, message id, body, then optional field/value pairs: 'ct' content type,
+-- ARGV: now_ms, message id, body, then optional field/value pairs: 'ct' content type,
 --       'a' attributes JSON, 'g' group id.
 -- Returns the stream id (its milliseconds are the published time),
 --      or 'no_queue' | 'paused' | 'too_large' | 'storage'.
@@ -15,13 +15,13 @@ local K_META, K_STREAM, K_STATS, K_WAKE = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local meta = redis.call('HMGET', K_META, 'paused', 'payload_limit', 'storage_limit', 'w')
 if not meta[2] then return 'no_queue' end
 if meta[1] == '1' then return 'paused' end
-local body = ARGV[4]
+local body = ARGV[3]
 if #body > tonumber(meta[2]) then return 'too_large' end
 
 -- Storage, as publish.lua: add first, take back on refusal (one command on the success path).
 -- Never evict.
 local size = #body
-for i = 5, #ARGV, 2 do
+for i = 4, #ARGV, 2 do
   if ARGV[i] == 'a' then size = size + #ARGV[i + 1] end
 end
 if size > 0 and redis.call('HINCRBY', K_STATS, 'bytes', size) > tonumber(meta[3]) then
@@ -29,13 +29,12 @@ if size > 0 and redis.call('HINCRBY', K_STATS, 'bytes', size) > tonumber(meta[3]
   return 'storage'
 end
 
-local sid = redis.call('XADD', K_STREAM, 'NOMKSTREAM', '*', 'id', ARGV[3], 'b', body, unpack(ARGV, 5))
+local sid = redis.call('XADD', K_STREAM, 'NOMKSTREAM', '*', 'id', ARGV[2], 'b', body, unpack(ARGV, 4))
 if not sid then
   -- The queue's first message: the group before the entry (see common.lua's create_group).
   redis.call('XGROUP', 'CREATE', K_STREAM, 'g', '0', 'MKSTREAM')
-  sid = redis.call('XADD', K_STREAM, '*', 'id', ARGV[3], 'b', body, unpack(ARGV, 5))
+  sid = redis.call('XADD', K_STREAM, '*', 'id', ARGV[2], 'b', body, unpack(ARGV, 4))
 end
-redis.call('HINCRBY', K_STATS, 'pub:' .. ARGV[2], 1)
 -- Only while a long poll may be waiting (common.lua's mark_waiting): most publishes wake nobody.
 if meta[4] and tonumber(meta[4]) >= tonumber(ARGV[1]) then redis.call('PUBLISH', K_WAKE, 1) end
 return sid

@@ -1,0 +1,38 @@
+//! Writes the publish counts this process gathered (`engine::publish_counts`) to Redis every
+//! `EVERY`, so other replicas and the console see them within that. Redis errors are logged once
+//! per outage; the counts wait for the next flush. `aqs serve` flushes once more after the last
+//! connection closed.
+
+use crate::state::DataPlane;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio::time::MissedTickBehavior;
+use tokio_util::sync::CancellationToken;
+
+const EVERY: Duration = Duration::from_millis(200);
+
+pub fn spawn(state: DataPlane, shutdown: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(EVERY);
+        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut failing = false;
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            match state.engine.flush_publish_counts().await {
+                Ok(()) if failing => {
+                    tracing::info!("publish counts are written again");
+                    failing = false;
+                }
+                Ok(()) => {}
+                Err(err) if !failing => {
+                    tracing::warn!(error = %err, "cannot write publish counts; keeping them for the next try");
+                    failing = true;
+                }
+                Err(_) => {}
+            }
+        }
+    })
+}
