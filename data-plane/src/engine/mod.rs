@@ -136,4 +136,18 @@ impl Engine {
         let mut conn = self.conn.clone();
         Ok(inv.invoke_async(&mut conn).await?)
     }
+
+    /// An EVALSHA of `script` that the caller built itself: the single publish skips
+    /// `ScriptInvocation`, which copies every key and argument once more. Loads the script and
+    /// retries after a Redis restart emptied the script cache, as `run` does.
+    async fn run_evalsha(&self, script: &Script, evalsha: &redis::Cmd) -> ApiResult<Value> {
+        let mut conn = self.conn.clone();
+        match evalsha.query_async(&mut conn).await {
+            Err(err) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                script.load_async(&mut conn).await?;
+                Ok(evalsha.query_async(&mut conn).await?)
+            }
+            reply => Ok(reply?),
+        }
+    }
 }

@@ -129,19 +129,20 @@ impl Engine {
     async fn publish_one(&self, queue: QueueId, message: &NewMessage, now_ms: u64) -> ApiResult<PublishOutcome> {
         let q = self.keys.queue(queue);
         let id = MessageId::new().to_string();
-        let mut inv = self.scripts.publish_one.prepare_invoke();
-        inv.key(q.meta()).key(q.stream()).key(q.stats()).key(q.wake());
-        inv.arg(now_ms).arg(id.as_str()).arg(message.body.as_slice());
+        let script = &self.scripts.publish_one;
+        let mut evalsha = redis::cmd("EVALSHA");
+        evalsha.arg(script.get_hash()).arg(4).arg(q.meta()).arg(q.stream()).arg(q.stats()).arg(q.wake());
+        evalsha.arg(now_ms).arg(id.as_str()).arg(message.body.as_slice());
         if message.content_type != DEFAULT_CONTENT_TYPE {
-            inv.arg("ct").arg(message.content_type.as_str());
+            evalsha.arg("ct").arg(message.content_type.as_str());
         }
         if !message.attributes.is_empty() {
-            inv.arg("a").arg(message.attributes.as_str());
+            evalsha.arg("a").arg(message.attributes.as_str());
         }
         if let Some(group) = &message.group_id {
-            inv.arg("g").arg(group.as_str());
+            evalsha.arg("g").arg(group.as_str());
         }
-        let outcome = match self.run(&inv).await? {
+        let outcome = match self.run_evalsha(script, &evalsha).await? {
             redis::Value::BulkString(reply) => match reply.as_slice() {
                 b"no_queue" => PublishOutcome::QueueMissing,
                 b"paused" => PublishOutcome::Paused,

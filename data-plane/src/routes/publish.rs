@@ -17,10 +17,9 @@ use aqs_core::limits::{self, KIB};
 use aqs_core::projection::QueueMeta;
 use aqs_core::time::{now_ms, rfc3339};
 use aqs_core::token::Scope;
-use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::header::CONTENT_TYPE;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -48,31 +47,24 @@ struct BatchRequest<'a> {
     messages: Vec<PublishRequest<'a>>,
 }
 
-pub async fn publish_one(
-    State(state): State<DataPlane>,
-    ctx: QueueContext,
-    headers: HeaderMap,
-    raw: Body,
-) -> ApiResult<Response> {
+// Both publish handlers take the whole request rather than a `HeaderMap`, which axum would copy.
+pub async fn publish_one(State(state): State<DataPlane>, ctx: QueueContext, request: Request) -> ApiResult<Response> {
     ctx.authorize(&state, &[Scope::Send], Class::Messages)?;
     let meta = queue_meta(&state, &ctx).await?;
-    let bytes = body::read(&headers, raw, 2 * meta.payload_limit + 64 * KIB, false).await?;
+    let (parts, raw) = request.into_parts();
+    let bytes = body::read(&parts.headers, raw, 2 * meta.payload_limit + 64 * KIB, false).await?;
     let message = validate(body::parse(&bytes)?, &meta)?;
     let stored = store(&state, &ctx, &[message]).await.map_err(unbatch)?;
     let published = stored.first().ok_or_else(|| anyhow::anyhow!("publish stored nothing"))?;
     Ok(json_response(status_of(&[published]), &stored[..1], false))
 }
 
-pub async fn publish_batch(
-    State(state): State<DataPlane>,
-    ctx: QueueContext,
-    headers: HeaderMap,
-    raw: Body,
-) -> ApiResult<Response> {
+pub async fn publish_batch(State(state): State<DataPlane>, ctx: QueueContext, request: Request) -> ApiResult<Response> {
     ctx.authorize(&state, &[Scope::Send], Class::Messages)?;
     let meta = queue_meta(&state, &ctx).await?;
     let envelope = limits::batch_envelope_limit(meta.payload_limit);
-    let bytes = body::read(&headers, raw, envelope * 4 / 3 + 64 * KIB, false).await?;
+    let (parts, raw) = request.into_parts();
+    let bytes = body::read(&parts.headers, raw, envelope * 4 / 3 + 64 * KIB, false).await?;
     let request: BatchRequest = body::parse(&bytes)?;
     if request.messages.is_empty() || request.messages.len() > limits::BATCH_PUBLISH_MAX {
         return Err(ApiError::invalid(format!("messages must hold 1 to {} entries", limits::BATCH_PUBLISH_MAX)));
