@@ -68,7 +68,7 @@ impl AuthCache {
     }
 
     /// The record of a presented token. Cached by the token itself, so a hit costs no SHA-256
-    /// (a tenth of a single publish's CPU); the hash is computed only to look the token up.
+    /// (6% of a single publish's instructions); the hash is computed only to look the token up.
     pub async fn token(
         &self,
         conn: &mut impl redis::aio::ConnectionLike,
