@@ -46,7 +46,7 @@ impl Scale {
             batch_connections: 8,
             consume: Duration::from_secs(20),
             consumers: 4,
-            producers: 2,
+            producers: 3,
             depth: 20_000,
             wakeups: 1000,
             memory_messages: 100_000,
