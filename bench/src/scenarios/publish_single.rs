@@ -38,16 +38,18 @@ async fn measure(ctx: &mut Ctx) -> anyhow::Result<Vec<ScenarioResult>> {
     let mut floor = Side::default();
     let mut aqs = Side::default();
     let mut round_ratios = Vec::new();
+    // The floor's script is one XADD: every XADD it causes ran inside its EVALSHA.
+    let floor_share = HashMap::from([("xadd".to_owned(), 0.0)]);
     for round in 0..rounds {
         let floor_first = round % 2 == 0;
         for floor_turn in [floor_first, !floor_first] {
-            let (side, target, name) = match (floor_turn, &ctx.floor) {
-                (true, Some(floor_target)) => (&mut floor, floor_target, "floor"),
+            let (side, target, name, share) = match (floor_turn, &ctx.floor) {
+                (true, Some(floor_target)) => (&mut floor, floor_target, "floor", &floor_share),
                 (true, None) => continue,
-                (false, _) => (&mut aqs, &ctx.target, "aqs"),
+                (false, _) => (&mut aqs, &ctx.target, "aqs", &share),
             };
             progress(&format!("{name}: single publish, {conns} connections, {slice:?} (round {})", round + 1));
-            side.run(&ctx.redis_url, target, &calls, Window::after(s.warmup, slice), &share, name).await?;
+            side.run(&ctx.redis_url, target, &calls, Window::after(s.warmup, slice), share, name).await?;
         }
         if let (Some(f), Some(a)) = (floor.last_rate, aqs.last_rate) {
             round_ratios.push(a / f);
@@ -64,11 +66,12 @@ async fn measure(ctx: &mut Ctx) -> anyhow::Result<Vec<ScenarioResult>> {
         let shown: Vec<String> = round_ratios.iter().map(|r| format!("{r:.2}")).collect();
         format!("; ratio per round {}", shown.join(", "))
     };
-    let floor_cost = match (&floor.cost, ctx.floor.is_some()) {
-        (Some((cost, process_usec)), true) => {
+    // Only set when a floor round ran.
+    let floor_cost = match &floor.cost {
+        Some((cost, process_usec)) => {
             format!("; floor: Redis {:.2} µs/msg by commandstats, {process_usec:.2} µs/msg process CPU", cost.usec)
         }
-        _ => String::new(),
+        None => String::new(),
     };
     let (cost, process_usec) = aqs.cost.take().context("no AQS round ran")?;
 
@@ -125,8 +128,6 @@ impl Side {
     ) -> anyhow::Result<()> {
         let meter = redis_cost::CostMeter::start(redis_url).await?;
         let tally = closed_loop(target, calls.to_vec(), window, StatusCode::CREATED, 1).await;
-        // The floor's script is one XADD: every XADD it causes ran inside its EVALSHA.
-        let share = if name == "floor" { &HashMap::from([("xadd".to_owned(), 0.0)]) } else { share };
         self.cost = Some(meter.finish(tally.msgs_total, share).await?);
         tally.ensure_progress(name)?;
         self.last_rate = Some(tally.msgs as f64 / window.seconds());
