@@ -55,8 +55,10 @@ pub async fn publish_one(State(state): State<DataPlane>, ctx: QueueContext, requ
     let bytes = body::read(&parts.headers, raw, 2 * meta.payload_limit + 64 * KIB, false).await?;
     let message = validate(body::parse(&bytes)?, &meta)?;
     let stored = store(&state, &ctx, &[message]).await.map_err(unbatch)?;
-    let published = stored.first().ok_or_else(|| anyhow::anyhow!("publish stored nothing"))?;
-    Ok(json_response(status_of(&[published]), &stored[..1], false))
+    if stored.len() != 1 {
+        return Err(anyhow::anyhow!("a single publish stored {} messages", stored.len()).into());
+    }
+    Ok(json_response(status_of(&stored), &stored, false))
 }
 
 pub async fn publish_batch(State(state): State<DataPlane>, ctx: QueueContext, request: Request) -> ApiResult<Response> {
@@ -82,8 +84,7 @@ pub async fn publish_batch(State(state): State<DataPlane>, ctx: QueueContext, re
         )));
     }
     let stored = store(&state, &ctx, &messages).await?;
-    let refs: Vec<&Published> = stored.iter().collect();
-    Ok(json_response(status_of(&refs), &stored, true))
+    Ok(json_response(status_of(&stored), &stored, true))
 }
 
 async fn queue_meta(state: &DataPlane, ctx: &QueueContext) -> ApiResult<Arc<QueueMeta>> {
@@ -185,7 +186,7 @@ fn unbatch(err: ApiError) -> ApiError {
 }
 
 /// 201 when anything was created; 200 when every entry was a duplicate of an earlier publish.
-fn status_of(published: &[&Published]) -> StatusCode {
+fn status_of(published: &[Published]) -> StatusCode {
     if published.iter().all(|p| p.duplicate) { StatusCode::OK } else { StatusCode::CREATED }
 }
 
