@@ -84,11 +84,12 @@ pub async fn run(
             tracing::warn!(error = %err, "background task ended abnormally");
         }
     }
-    // Publishes answered during the shutdown grace counted after the flusher stopped.
+    // Publishes answered during the shutdown grace came after the flusher stopped; the storage
+    // leases go back now rather than expire.
     if let Some(dp) = &data_plane
-        && let Err(err) = dp.engine.flush_publish_counts().await
+        && let Err(err) = dp.engine.flush_ledger(true).await
     {
-        tracing::warn!(error = %err, "could not write the last publish counts");
+        tracing::warn!(error = %err, "could not write the last of the publish ledger");
     }
     tracing::info!("aqs stopped");
     Ok(())

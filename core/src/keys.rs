@@ -16,6 +16,7 @@
 //! | `NS:{q:ID}:dlq:ix` | hash | message id → dead-letter stream id |
 //! | `NS:{q:ID}:idem:<key>` | string | idempotency record |
 //! | `NS:{q:ID}:stats` | hash | stored bytes and per-UTC-day counters |
+//! | `NS:{q:ID}:budget` | hash | replica id → its storage lease, `bytes:expires_ms` |
 //! | `NS:{q:ID}:wake` | channel | published to when a message becomes ready and a long poll may wait |
 //! | `NS:{q:ID}:tokens_used` | hash | token id → last use (ms) |
 //! | `NS:{q:ID}:push` | hash | the queue's push target (projection, `PushRecord`) |
@@ -136,6 +137,10 @@ impl QueueKeys {
     pub fn stats(&self) -> String {
         self.key("stats")
     }
+    /// The replicas' storage budget leases (the data plane's `budget.lua`).
+    pub fn budget(&self) -> String {
+        self.key("budget")
+    }
     pub fn wake(&self) -> String {
         self.key("wake")
     }
@@ -183,6 +188,7 @@ mod tests {
             keys.stream(),
             keys.lease(),
             keys.dead_letters(),
+            keys.budget(),
             keys.idempotency("k"),
             keys.wake(),
             keys.push(),

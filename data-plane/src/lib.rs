@@ -11,8 +11,8 @@
 mod auth;
 mod body;
 mod cache;
-mod count_flusher;
 pub mod engine;
+mod ledger_flusher;
 mod longpoll;
 pub mod push;
 mod rate_limit;
@@ -37,7 +37,7 @@ pub fn spawn_background(state: &DataPlane, shutdown: CancellationToken) -> Vec<J
     }
     vec![
         sweeper::spawn(state.clone(), shutdown.clone()),
-        count_flusher::spawn(state.clone(), shutdown.clone()),
+        ledger_flusher::spawn(state.clone(), shutdown.clone()),
         wake::spawn_subscriber(state, shutdown.clone()),
         push::spawn(state.clone(), shutdown),
     ]

@@ -33,5 +33,7 @@ mod push_handler;
 mod push_replicas;
 #[path = "api/recovery.rs"]
 mod recovery;
+#[path = "api/storage_budget.rs"]
+mod storage_budget;
 #[path = "api/validation.rs"]
 mod validation;

@@ -60,10 +60,11 @@
 
 mod ack;
 mod admin;
+mod budget;
 mod consume;
 mod dead_letters;
+mod ledger;
 mod publish;
-mod publish_counts;
 mod reply;
 mod scripts;
 mod stats;
@@ -73,14 +74,14 @@ pub use ack::NackResult;
 pub use admin::{PURGE_CHUNK, PeekedMessage};
 pub use consume::{ConsumeOutcome, Delivery};
 pub use dead_letters::{DeadLetter, PREVIEW_BYTES, Selection};
+use ledger::Ledger;
 pub use publish::{NewMessage, PublishOutcome, Published};
-use publish_counts::PublishCounts;
 pub use scripts::Scripts;
 pub use stats::{DAILY_HISTORY_DAYS, DailyCount, QueueStats};
 pub use sweep::SweepOutcome;
 
 use aqs_core::error::ApiResult;
-use aqs_core::ids::QueueId;
+use aqs_core::ids::{MessageId, QueueId};
 use aqs_core::keys::Keys;
 use aqs_core::redis_conn::RedisConn;
 use redis::{Script, ScriptInvocation, Value};
@@ -92,12 +93,20 @@ pub struct Engine {
     conn: RedisConn,
     keys: Keys,
     scripts: Arc<Scripts>,
-    publish_counts: Arc<PublishCounts>,
+    ledger: Arc<Ledger>,
+    /// Names this process's storage leases (`budget.lua`); new at every start.
+    replica: Arc<str>,
 }
 
 impl Engine {
     pub fn new(conn: RedisConn, keys: Keys) -> Self {
-        Self { conn, keys, scripts: Arc::new(Scripts::new()), publish_counts: Arc::default() }
+        Self {
+            conn,
+            keys,
+            scripts: Arc::new(Scripts::new()),
+            ledger: Arc::default(),
+            replica: MessageId::new().to_string().into(),
+        }
     }
 
     pub fn keys(&self) -> &Keys {

@@ -2,6 +2,7 @@
 //! (no idempotency key, no delay), most of the traffic, by the leaner `publish_one.lua`.
 
 use super::Engine;
+use super::budget::Drawn;
 use super::reply::Reply;
 use aqs_core::error::ApiResult;
 use aqs_core::ids::{MessageId, QueueId};
@@ -78,12 +79,39 @@ impl Engine {
         {
             return self.publish_one(queue, message, now_ms).await;
         }
+        let outcome = self.publish_many(queue, messages, now_ms, None).await?;
+        if outcome != PublishOutcome::StorageFull {
+            return Ok(outcome);
+        }
+        // Refused for storage while this replica holds undrawn lease: give that back and ask again,
+        // so the limit is judged on what is stored (budget.lua).
+        let _leasing = self.ledger.lock_leasing().await;
+        match self.give_back_for_publish(queue) {
+            Some(kept) => {
+                let outcome = self.publish_many(queue, messages, now_ms, Some(kept)).await?;
+                self.ledger.granted(queue, kept);
+                Ok(outcome)
+            }
+            None => Ok(outcome),
+        }
+    }
+
+    /// `publish.lua`; `my_lease`: this replica's lease after giving part of it back.
+    async fn publish_many(
+        &self,
+        queue: QueueId,
+        messages: &[NewMessage],
+        now_ms: u64,
+        my_lease: Option<i64>,
+    ) -> ApiResult<PublishOutcome> {
         // publish.lua takes only the keys it touches (see its header), not the standard twelve.
         let q = self.keys.queue(queue);
         let mut inv = self.scripts.publish.prepare_invoke();
         inv.key(q.meta()).key(q.stream()).key(q.delayed()).key(q.delayed_messages()).key(q.stats()).key(q.wake());
+        inv.key(q.budget());
         inv.arg(now_ms).arg(utc_day(now_ms)).arg(messages.len()).arg(q.idempotency_prefix().len());
-        let mut key_index = 6;
+        inv.arg(self.replica.as_ref()).arg(my_lease.map(|lease| lease.to_string()).unwrap_or_default());
+        let mut key_index = 7;
         for message in messages {
             inv.arg(MessageId::new().to_string())
                 .arg(message.body.as_slice())
@@ -125,13 +153,31 @@ impl Engine {
         Ok(outcome)
     }
 
-    /// `publish_one.lua`: one plain message. Its published time is the stream id's.
+    /// `publish_one.lua`: one plain message, its bytes drawn from this replica's storage lease and
+    /// counted in the ledger. Its published time is the stream id's.
     async fn publish_one(&self, queue: QueueId, message: &NewMessage, now_ms: u64) -> ApiResult<PublishOutcome> {
+        let (day, bytes) = (utc_day(now_ms), message.stored_bytes());
+        match self.draw(queue, day, bytes, now_ms).await? {
+            Drawn::Yes => {}
+            Drawn::StorageFull => return Ok(PublishOutcome::StorageFull),
+            Drawn::QueueMissing => return Ok(PublishOutcome::QueueMissing),
+        }
+        let outcome = self.publish_drawn(queue, message, now_ms).await?;
+        // Refused: nothing was stored. (After an error the draw stands: the message may be stored
+        // though its reply was lost, and counting bytes that are not there only errs on the safe
+        // side until the queue empties; see sweep.lua.)
+        if !matches!(outcome, PublishOutcome::Stored(_)) {
+            self.ledger.undo_draw(queue, day, bytes);
+        }
+        Ok(outcome)
+    }
+
+    async fn publish_drawn(&self, queue: QueueId, message: &NewMessage, now_ms: u64) -> ApiResult<PublishOutcome> {
         let q = self.keys.queue(queue);
         let id = MessageId::new().to_string();
         let script = &self.scripts.publish_one;
         let mut evalsha = redis::cmd("EVALSHA");
-        evalsha.arg(script.get_hash()).arg(4).arg(q.meta()).arg(q.stream()).arg(q.stats()).arg(q.wake());
+        evalsha.arg(script.get_hash()).arg(3).arg(q.meta()).arg(q.stream()).arg(q.wake());
         evalsha.arg(now_ms).arg(id.as_str()).arg(message.body.as_slice());
         if message.content_type != DEFAULT_CONTENT_TYPE {
             evalsha.arg("ct").arg(message.content_type.as_str());
@@ -146,13 +192,11 @@ impl Engine {
             redis::Value::BulkString(reply) => match reply.as_slice() {
                 b"no_queue" => PublishOutcome::QueueMissing,
                 b"paused" => PublishOutcome::Paused,
-                b"storage" => PublishOutcome::StorageFull,
                 b"too_large" => PublishOutcome::TooLarge { index: 0 },
                 stream_id => {
                     let published_at_ms = stream_id_ms(stream_id).ok_or_else(|| {
                         anyhow::anyhow!("publish_one.lua returned {:?}", String::from_utf8_lossy(stream_id))
                     })?;
-                    self.publish_counts.add(queue, utc_day(now_ms), 1);
                     PublishOutcome::Stored(vec![Published {
                         id,
                         published_at_ms,

@@ -2,9 +2,21 @@
 //! falls back to loading the script on NOSCRIPT, so a restarted Redis (empty script cache) needs
 //! nothing from us. `common.lua` is prepended to each (Lua scripts cannot include each other)
 //! except `publish.lua` and `publish_one.lua`, the hot path, which stand alone with only the keys
-//! they touch, and `count.lua`, which needs none of it.
+//! they touch, and `lease.lua` and `flush.lua`, which need none of it. `budget.lua` (storage
+//! leases) is prepended to the scripts that grant or check leases: publish, lease, flush, sweep.
 
 use redis::Script;
+
+macro_rules! with_budget {
+    ($prelude:expr, $file:literal) => {
+        Script::new(concat!(
+            $prelude,
+            include_str!("scripts/budget.lua"),
+            "\n",
+            include_str!(concat!("scripts/", $file))
+        ))
+    };
+}
 
 macro_rules! script {
     ($file:literal) => {
@@ -15,7 +27,8 @@ macro_rules! script {
 pub struct Scripts {
     pub publish: Script,
     pub publish_one: Script,
-    pub count: Script,
+    pub lease: Script,
+    pub flush: Script,
     pub consume: Script,
     pub ack: Script,
     pub nack: Script,
@@ -32,9 +45,10 @@ pub struct Scripts {
 impl Scripts {
     pub fn new() -> Self {
         Self {
-            publish: Script::new(include_str!("scripts/publish.lua")),
+            publish: with_budget!("", "publish.lua"),
             publish_one: Script::new(include_str!("scripts/publish_one.lua")),
-            count: Script::new(include_str!("scripts/count.lua")),
+            lease: with_budget!("", "lease.lua"),
+            flush: with_budget!("", "flush.lua"),
             consume: script!("consume.lua"),
             ack: script!("ack.lua"),
             nack: script!("nack.lua"),
@@ -42,7 +56,7 @@ impl Scripts {
             stats: script!("stats.lua"),
             peek: script!("peek.lua"),
             purge: script!("purge.lua"),
-            sweep: script!("sweep.lua"),
+            sweep: with_budget!(concat!(include_str!("scripts/common.lua"), "\n"), "sweep.lua"),
             dlq_list: script!("dlq_list.lua"),
             dlq_replay: script!("dlq_replay.lua"),
             dlq_purge: script!("dlq_purge.lua"),
@@ -51,11 +65,12 @@ impl Scripts {
 
     /// Every script, for loading them all at start-up (`SCRIPT LOAD` catches a Lua syntax error
     /// before the first request does).
-    pub fn all(&self) -> [&Script; 14] {
+    pub fn all(&self) -> [&Script; 15] {
         [
             &self.publish,
             &self.publish_one,
-            &self.count,
+            &self.lease,
+            &self.flush,
             &self.consume,
             &self.ack,
             &self.nack,

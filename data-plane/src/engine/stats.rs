@@ -44,7 +44,7 @@ impl Engine {
     pub async fn stats(&self, queue: QueueId, now_ms: u64) -> ApiResult<Option<QueueStats>> {
         let mut inv = self.invocation(&self.scripts.stats, queue);
         inv.arg(now_ms).arg(utc_day(now_ms));
-        let _no_flush = self.publish_counts.read_gate().await;
+        let _no_flush = self.ledger.read_gate().await;
         let mut reply = Reply::new(self.run(&inv).await?)?;
         if reply.text()? != "ok" {
             return Ok(None);
@@ -60,9 +60,10 @@ impl Engine {
             in_flight: leases.saturating_sub(due_leases + future_backoffs),
             delayed: delayed + future_backoffs,
             total: stream_len + delayed,
-            stored_bytes: reply.uint()?,
+            // Redis's figure may lag behind, or (a drawn publish acked before its flush) run ahead.
+            stored_bytes: (reply.int()? + self.ledger.pending_bytes(queue)).max(0) as u64,
             oldest_published_ms: reply.opt_uint()?,
-            published_today: reply.uint()? + self.publish_counts.pending(queue, utc_day(now_ms)),
+            published_today: plus_pending(reply.uint()?, self.ledger.pending_count(queue, utc_day(now_ms))),
             delivered_today: reply.uint()?,
             acked_today: reply.uint()?,
             dead_letters: reply.uint()?,
@@ -82,7 +83,7 @@ impl Engine {
             return Ok(Vec::new());
         }
         let mut conn = self.conn.clone();
-        let _no_flush = self.publish_counts.read_gate().await;
+        let _no_flush = self.ledger.read_gate().await;
         let values: Vec<Option<u64>> =
             redis::cmd("HMGET").arg(self.keys.queue(queue).stats()).arg(&fields).query_async(&mut conn).await?;
         Ok(days
@@ -90,10 +91,15 @@ impl Engine {
             .zip(values.chunks(3))
             .map(|(&day, v)| DailyCount {
                 day,
-                published: v[0].unwrap_or(0) + self.publish_counts.pending(queue, day),
+                published: plus_pending(v[0].unwrap_or(0), self.ledger.pending_count(queue, day)),
                 delivered: v[1].unwrap_or(0),
                 acked: v[2].unwrap_or(0),
             })
             .collect())
     }
+}
+
+/// A Redis counter plus what this process has not flushed yet (negative after a refusal).
+fn plus_pending(stored: u64, pending: i64) -> u64 {
+    stored.saturating_add_signed(pending)
 }

@@ -1,5 +1,5 @@
 //! One sweep of one queue's timers (`sweep.lua`): due delays promoted, expired leases that used
-//! their last attempt dead-lettered, old daily counters pruned.
+//! their last attempt dead-lettered, old daily counters pruned, expired storage leases settled.
 
 use super::Engine;
 use super::reply::Reply;
@@ -23,6 +23,7 @@ impl Engine {
     pub async fn sweep(&self, queue: QueueId, now_ms: u64, prune: bool) -> ApiResult<Option<SweepOutcome>> {
         let prune_before = if prune { utc_day(now_ms - DAILY_HISTORY_DAYS * 86_400_000) } else { 0 };
         let mut inv = self.invocation(&self.scripts.sweep, queue);
+        inv.key(self.keys.queue(queue).budget());
         inv.arg(now_ms).arg(SWEEP_LIMIT).arg(prune_before);
         let value = self.run(&inv).await?;
         let mut reply = Reply::new(value)?;

@@ -224,7 +224,7 @@ async fn published_today_counts_each_publish_once_across_a_flush() {
     assert_eq!(status, StatusCode::CREATED);
     assert_eq!(app.stats(&queue).await["published_today"], 5);
 
-    app.state.engine.flush_publish_counts().await.unwrap();
+    app.state.engine.flush_ledger(false).await.unwrap();
     let field = format!("pub:{}", aqs_core::time::utc_day(now_ms()));
     let stored: Option<u64> = redis::cmd("HGET")
         .arg(app.keys.queue(queue.id).stats())
@@ -238,17 +238,17 @@ async fn published_today_counts_each_publish_once_across_a_flush() {
     assert_eq!(today[0].published, 5);
 }
 
-/// A flush after the queue was deleted must not leave a stats hash behind for it.
+/// A flush after the queue was deleted must not leave its stats or storage leases behind.
 #[tokio::test]
 async fn a_flush_does_not_revive_a_deleted_queues_stats() {
     let app = spawn_app().await;
     let queue = app.queue().await;
-    app.state.engine.flush_publish_counts().await.unwrap();
+    app.state.engine.flush_ledger(false).await.unwrap();
     app.publish_text(&queue, "soon orphaned").await;
     let q = app.keys.queue(queue.id);
     let mut conn = app.redis.clone();
-    let _: () = redis::cmd("DEL").arg(q.meta()).arg(q.stats()).query_async(&mut conn).await.unwrap();
-    app.state.engine.flush_publish_counts().await.unwrap();
-    let exists: bool = redis::cmd("EXISTS").arg(q.stats()).query_async(&mut conn).await.unwrap();
-    assert!(!exists, "the flush recreated the deleted queue's stats");
+    let _: () = redis::cmd("DEL").arg(q.meta()).arg(q.stats()).arg(q.budget()).query_async(&mut conn).await.unwrap();
+    app.state.engine.flush_ledger(false).await.unwrap();
+    let exists: u64 = redis::cmd("EXISTS").arg(q.stats()).arg(q.budget()).query_async(&mut conn).await.unwrap();
+    assert_eq!(exists, 0, "the flush recreated the deleted queue's stats or lease");
 }

@@ -1,10 +1,13 @@
 -- publish.lua: stores a batch, or one message with an idempotency key or a delay, atomically (all
 -- or none); one plain message goes to publish_one.lua. A hot path too, so it runs without
 -- common.lua (whose twelve KEYS and helpers cost more than this body) and takes only the keys it
--- touches.
+-- touches; budget.lua is prepended.
 -- KEYS[1] meta, KEYS[2] stream, KEYS[3] delayed, KEYS[4] delayed:m, KEYS[5] stats, KEYS[6] wake
---       (as in common.lua), then KEYS[7..]: the idempotency keys of the entries that have one.
--- ARGV: now_ms, utc_day, count, length of the idempotency key prefix, then per message 9 values:
+--       (as in common.lua), KEYS[7] budget, then KEYS[8..]: the idempotency keys of the entries
+--       that have one.
+-- ARGV: now_ms, utc_day, count, length of the idempotency key prefix, replica id, this replica's
+--       storage lease when it gives part of it back first ('' = as recorded), then per message 9
+--       values:
 --       message id, body, content type, attributes JSON, group id ('' = none),
 --       KEYS index of its idempotency key (0 = none), payload fingerprint ('' without a key),
 --       delay ms, accounted bytes.
@@ -14,19 +17,28 @@
 -- Stream entries leave out what common.lua's `complete` derives (v, n, sz, and ct and a at their
 -- defaults); delayed ones are whole records (common.lua's entry_args).
 local K_META, K_STREAM, K_DELAYED, K_DELAYED_M, K_STATS, K_WAKE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local K_BUDGET = KEYS[7]
 local now, day, count, idem_prefix = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local me, my_lease = ARGV[5], ARGV[6]
 local meta = redis.call('HMGET', K_META, 'v', 'paused', 'payload_limit', 'storage_limit', 'w')
 if not meta[1] then return { 'no_queue' } end
 if meta[2] == '1' then return { 'paused' } end
 local payload_limit, storage_limit = tonumber(meta[3]), tonumber(meta[4])
 
--- Storage: add first, take back on refusal (one command on the success path). Never evict.
+-- Storage: what is stored plus every live lease (budget.lua) leaves room for `bytes`, counting
+-- this replica's lease as it now gives it when it does. Never evict.
 local function reserve(bytes)
-  if bytes == 0 then return true end
-  if redis.call('HINCRBY', K_STATS, 'bytes', bytes) > storage_limit then
-    redis.call('HINCRBY', K_STATS, 'bytes', -bytes)
-    return false
+  local room
+  if my_lease ~= '' then
+    set_lease(K_BUDGET, me, tonumber(my_lease), now)
+    room = room_for(K_BUDGET, K_STATS, now, me, tonumber(my_lease), storage_limit)
+  elseif bytes == 0 then
+    return true
+  else
+    room = room_for(K_BUDGET, K_STATS, now, '', 0, storage_limit)
   end
+  if room < bytes then return false end
+  if bytes > 0 then redis.call('HINCRBY', K_STATS, 'bytes', bytes) end
   return true
 end
 
@@ -51,7 +63,7 @@ end
 -- of any entry leaves the queue untouched.
 local dups, records, new_bytes = {}, {}, 0
 for i = 0, count - 1 do
-  local base = 5 + i * 9
+  local base = 7 + i * 9
   if #ARGV[base + 1] > payload_limit then return { 'too_large', i } end
   local key_index = tonumber(ARGV[base + 5])
   local dup = nil
@@ -75,7 +87,7 @@ if not reserve(new_bytes) then return { 'storage' } end
 -- Pass 2: write.
 local out, written = { 'ok' }, 0
 for i = 0, count - 1 do
-  local base = 5 + i * 9
+  local base = 7 + i * 9
   local dup = dups[i]
   if dup then
     out[#out + 1] = 1; out[#out + 1] = dup[1]; out[#out + 1] = dup[2]; out[#out + 1] = dup[3]

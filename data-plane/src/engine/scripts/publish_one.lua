@@ -4,30 +4,20 @@
 -- from their defaults. Published ms comes from the stream id, `n` is 0, `sz` is #b + #a.
 -- Every command, argument and field costs Redis time on the hot path (Lua conversion, the command,
 -- and again when the effects are written to the AOF), hence the terse shape: one HMGET of the
--- settings and the waiting mark, HINCRBY stored bytes, XADD, and PUBLISH only while a long poll
--- may be waiting. Today's publish count is kept by the caller (engine/publish_counts.rs).
--- KEYS[1] meta, KEYS[2] stream, KEYS[3] stats, KEYS[4] wake (as in common.lua).
+-- settings and the waiting mark, XADD, and PUBLISH only while a long poll may be waiting. The
+-- caller has already drawn the message's bytes from its storage lease (budget.lua) and counts it
+-- (engine/ledger.rs): neither the storage limit nor today's count costs a write here.
+-- KEYS[1] meta, KEYS[2] stream, KEYS[3] wake (as in common.lua).
 -- ARGV: now_ms, message id, body, then optional field/value pairs: 'ct' content type,
 --       'a' attributes JSON, 'g' group id.
 -- Returns the stream id (its milliseconds are the published time),
---      or 'no_queue' | 'paused' | 'too_large' | 'storage'.
-local K_META, K_STREAM, K_STATS, K_WAKE = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local meta = redis.call('HMGET', K_META, 'paused', 'payload_limit', 'storage_limit', 'w')
+--      or 'no_queue' | 'paused' | 'too_large'.
+local K_META, K_STREAM, K_WAKE = KEYS[1], KEYS[2], KEYS[3]
+local meta = redis.call('HMGET', K_META, 'paused', 'payload_limit', 'w')
 if not meta[2] then return 'no_queue' end
 if meta[1] == '1' then return 'paused' end
 local body = ARGV[3]
 if #body > tonumber(meta[2]) then return 'too_large' end
-
--- Storage, as publish.lua: add first, take back on refusal (one command on the success path).
--- Never evict.
-local size = #body
-for i = 4, #ARGV, 2 do
-  if ARGV[i] == 'a' then size = size + #ARGV[i + 1] end
-end
-if size > 0 and redis.call('HINCRBY', K_STATS, 'bytes', size) > tonumber(meta[3]) then
-  redis.call('HINCRBY', K_STATS, 'bytes', -size)
-  return 'storage'
-end
 
 local sid = redis.call('XADD', K_STREAM, 'NOMKSTREAM', '*', 'id', ARGV[2], 'b', body, unpack(ARGV, 4))
 if not sid then
@@ -36,5 +26,5 @@ if not sid then
   sid = redis.call('XADD', K_STREAM, '*', 'id', ARGV[2], 'b', body, unpack(ARGV, 4))
 end
 -- Only while a long poll may be waiting (common.lua's mark_waiting): most publishes wake nobody.
-if meta[4] and tonumber(meta[4]) >= tonumber(ARGV[1]) then redis.call('PUBLISH', K_WAKE, 1) end
+if meta[3] and tonumber(meta[3]) >= tonumber(ARGV[1]) then redis.call('PUBLISH', K_WAKE, 1) end
 return sid

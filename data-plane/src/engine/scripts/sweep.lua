@@ -1,6 +1,6 @@
 -- sweep.lua: the timers of one queue, run about once a second by every data-plane replica (safe
 -- concurrently: each call is atomic and idempotent).
--- KEYS: the twelve queue keys (common.lua).
+-- KEYS: the twelve queue keys (common.lua), then KEYS[13] budget (budget.lua is prepended too).
 -- ARGV: now_ms, limit per kind, prune_before_day (YYYYMMDD; '0' = do not prune).
 -- Returns {promoted, dead_lettered} or {'no_queue'}.
 local now, limit, prune_before = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -34,5 +34,15 @@ if prune_before > 0 then
     local d = string.match(field, '^%a+:(%d+)$')
     if d and tonumber(d) < prune_before then redis.call('HDEL', K_STATS, field) end
   end
+end
+-- Leases of replicas that stopped renewing become stored bytes (budget.lua), and stored bytes are
+-- exact again once the queue holds nothing and no lease is out: what an expired lease added beyond
+-- what was stored is forgotten there.
+local K_BUDGET = KEYS[13]
+leases_held(K_BUDGET, K_STATS, now, '')
+if redis.call('EXISTS', K_BUDGET) == 0 and redis.call('XLEN', K_STREAM) == 0
+    and redis.call('ZCARD', K_DELAYED) == 0 and redis.call('XLEN', K_DLQ) == 0 then
+  local bytes = redis.call('HGET', K_STATS, 'bytes')
+  if bytes and bytes ~= '0' then redis.call('HSET', K_STATS, 'bytes', 0) end
 end
 return { promoted, dead }

@@ -1,7 +1,7 @@
-//! Writes the publish counts this process gathered (`engine::publish_counts`) to Redis every
-//! `EVERY`, so other replicas and the console see them within that. Redis errors are logged once
-//! per outage; the counts wait for the next flush. `aqs serve` flushes once more after the last
-//! connection closed.
+//! Writes the ledger (`engine::ledger`: single publishes' counts and stored bytes, storage leases)
+//! to Redis every `EVERY`, so other replicas and the console see them within that. Redis errors are
+//! logged once per outage; the ledger waits for the next flush. `aqs serve` flushes once more
+//! after the last connection closed, giving the leases back.
 
 use crate::state::DataPlane;
 use std::time::Duration;
@@ -21,14 +21,14 @@ pub fn spawn(state: DataPlane, shutdown: CancellationToken) -> JoinHandle<()> {
                 _ = shutdown.cancelled() => return,
                 _ = tick.tick() => {}
             }
-            match state.engine.flush_publish_counts().await {
+            match state.engine.flush_ledger(false).await {
                 Ok(()) if failing => {
-                    tracing::info!("publish counts are written again");
+                    tracing::info!("the publish ledger is written again");
                     failing = false;
                 }
                 Ok(()) => {}
                 Err(err) if !failing => {
-                    tracing::warn!(error = %err, "cannot write publish counts; keeping them for the next try");
+                    tracing::warn!(error = %err, "cannot write the publish ledger; keeping it for the next try");
                     failing = true;
                 }
                 Err(_) => {}

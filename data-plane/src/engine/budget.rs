@@ -1,0 +1,102 @@
+//! Storage budget leases (`scripts/budget.lua`): granting this replica more of a queue's free
+//! storage when a single publish finds its lease short (`lease.lua`), and writing the ledger
+//! (`ledger.rs`) to Redis a few times a second (`flush.lua`).
+
+use super::Engine;
+use super::ledger::FlushItem;
+use aqs_core::error::ApiResult;
+use aqs_core::ids::QueueId;
+use aqs_core::time::now_ms;
+use redis::Value;
+
+/// What asking for a lease that fits a publish gave.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Drawn {
+    /// The bytes are drawn and the publish counted (`Ledger::try_draw`).
+    Yes,
+    StorageFull,
+    QueueMissing,
+}
+
+impl Engine {
+    /// Draws `bytes` for one publish on `day`, growing this replica's lease in Redis when the one
+    /// held is short. The undrawn rest of the lease is given back first, so the limit is judged on
+    /// exactly what is stored, whatever lease this replica held.
+    pub(super) async fn draw(&self, queue: QueueId, day: u32, bytes: u64, now_ms: u64) -> ApiResult<Drawn> {
+        let ledger = &self.ledger;
+        if ledger.try_draw(queue, day, bytes) {
+            return Ok(Drawn::Yes);
+        }
+        let _leasing = ledger.lock_leasing().await;
+        // Another publish may have been granted a lease while this one waited.
+        if ledger.try_draw(queue, day, bytes) {
+            return Ok(Drawn::Yes);
+        }
+        let held = ledger.give_back_undrawn(queue);
+        let q = self.keys.queue(queue);
+        let mut inv = self.scripts.lease.prepare_invoke();
+        inv.key(q.meta()).key(q.stats()).key(q.budget());
+        inv.arg(now_ms).arg(self.replica.as_ref()).arg(held).arg(bytes);
+        match self.run(&inv).await? {
+            Value::Int(lease) => {
+                ledger.granted(queue, lease);
+                let drawn = ledger.try_draw(queue, day, bytes);
+                debug_assert!(drawn, "lease.lua grants at least what was asked");
+                Ok(if drawn { Drawn::Yes } else { Drawn::StorageFull })
+            }
+            Value::BulkString(reply) if reply == b"storage" => {
+                ledger.granted(queue, held);
+                Ok(Drawn::StorageFull)
+            }
+            Value::BulkString(reply) if reply == b"no_queue" => Ok(Drawn::QueueMissing),
+            other => Err(anyhow::anyhow!("lease.lua returned {other:?}").into()),
+        }
+    }
+
+    /// Gives back the undrawn part of this replica's lease on `queue`, so that a publish judged
+    /// by `publish.lua` sees all the room there is; returns the lease kept, or `None` when no
+    /// part was undrawn. The caller holds `lock_leasing` until that publish is done.
+    pub(super) fn give_back_for_publish(&self, queue: QueueId) -> Option<i64> {
+        (self.ledger.undrawn(queue) > 0).then(|| self.ledger.give_back_undrawn(queue))
+    }
+
+    /// Writes what this process published since the last flush: stored bytes, today's counts,
+    /// leases renewed, topped up or (`release`, or idle) given back. One `flush.lua` call per
+    /// queue; what could not be written is kept for the next flush.
+    pub async fn flush_ledger(&self, release: bool) -> ApiResult<()> {
+        let ledger = &self.ledger;
+        let _leasing = ledger.lock_leasing().await;
+        let _flushing = ledger.write_gate().await;
+        let now = now_ms();
+        let mut failed = None;
+        for item in ledger.take(release) {
+            if failed.is_some() {
+                ledger.restore(item);
+                continue;
+            }
+            match self.flush_one(&item, now).await {
+                Ok(lease) => ledger.flushed(item.queue, lease),
+                Err(err) => {
+                    ledger.restore(item);
+                    failed = Some(err);
+                }
+            }
+        }
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// The lease Redis recorded, or `None` when the queue is gone.
+    async fn flush_one(&self, item: &FlushItem, now_ms: u64) -> ApiResult<Option<i64>> {
+        let q = self.keys.queue(item.queue);
+        let mut inv = self.scripts.flush.prepare_invoke();
+        inv.key(q.meta()).key(q.stats()).key(q.budget());
+        inv.arg(now_ms).arg(self.replica.as_ref()).arg(item.drawn).arg(item.lease).arg(item.want);
+        for (day, n) in &item.counts {
+            inv.arg(day).arg(n);
+        }
+        match self.run(&inv).await? {
+            Value::Int(lease) => Ok((lease >= 0).then_some(lease)),
+            other => Err(anyhow::anyhow!("flush.lua returned {other:?}").into()),
+        }
+    }
+}
