@@ -19,7 +19,8 @@
 //! - `dlq` + `dlq:ix`: dead letters (stream, with reason `r`, attempts `at`, dead-at `da`) and
 //!   message id → dlq stream id.
 //! - `errors`: stream id → the last nack error. `stats`: `bytes` and per-UTC-day counters (single
-//!   publishes are counted in process and added a few times a second: `publish_counts.rs`).
+//!   publishes are counted, and their bytes drawn, in process and added a few times a second:
+//!   `ledger.rs`). `budget`: every replica's storage lease (`scripts/budget.lua`).
 //! - `meta`: the projected settings, plus `w`: until when (ms) a long poll may be waiting.
 //! - `idem:<key>`: `id:fingerprint:published:available`, no TTL while the message is stored.
 //!
@@ -53,8 +54,10 @@
 //! - `lease` members = PEL; stream = never-delivered entries (after the group's last-delivered id)
 //!   ∪ PEL. A message is in exactly one of: delayed, stream, dlq (each move writes the new place
 //!   before deleting the old one, inside one script).
-//! - `stats.bytes` = Σ `sz` over delayed, stream and dlq; a publish that would pass the storage
-//!   limit is refused, nothing is ever evicted or trimmed.
+//! - `stats.bytes` + what replicas drew from their leases and have not flushed = Σ `sz` over
+//!   delayed, stream and dlq (a crashed replica's expired lease counts whole: more, never less).
+//!   A publish is admitted only if `stats.bytes` + every live lease + its bytes fit the storage
+//!   limit (a single publish: if it fits its replica's lease); nothing is ever evicted or trimmed.
 //! - Scripts never read the clock: `now_ms` comes from the calling replica (replicas are assumed
 //!   NTP-synchronised; a skew of a few hundred ms only shifts lease and delay edges).
 
