@@ -44,7 +44,15 @@ impl Keys {
     }
 
     pub fn queue(&self, id: QueueId) -> QueueKeys {
-        QueueKeys { prefix: format!("{}:{{q:{}}}", self.ns, id) }
+        // Built by hand, not format!: this runs on every request.
+        let mut uuid = uuid::Uuid::encode_buffer();
+        let id = id.0.simple().encode_lower(&mut uuid);
+        let mut prefix = String::with_capacity(self.ns.len() + 5 + id.len());
+        prefix.push_str(&self.ns);
+        prefix.push_str(":{q:");
+        prefix.push_str(id);
+        prefix.push('}');
+        QueueKeys { prefix }
     }
 
     pub fn slug(&self, slug: &str) -> String {

@@ -16,8 +16,8 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::HeaderValue;
 use axum::http::header::CACHE_CONTROL;
-use axum::response::Response;
 use axum::routing::{get, post};
+use tower_http::set_header::SetResponseHeaderLayer;
 
 /// Body limit of the routes whose bodies are small (consume, ack, nack, purge, dead-letter
 /// actions): 100 receipts or ids fit many times over.
@@ -54,11 +54,7 @@ fn routes_at(root: &str) -> Router<DataPlane> {
         .route(&at("/dead-letters/replay"), post(dead_letters::replay))
         .route(&at("/dead-letters/purge"), post(dead_letters::purge))
         .layer(DefaultBodyLimit::disable())
-        .layer(axum::middleware::map_response(no_store))
-}
-
-/// Queue responses carry messages and receipts: never cached by anything in between.
-async fn no_store(mut response: Response) -> Response {
-    response.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+        // Queue responses carry messages and receipts: never cached by anything in between. (A
+        // plain layer, not `middleware::map_response`, which boxes a future per request.)
+        .layer(SetResponseHeaderLayer::overriding(CACHE_CONTROL, HeaderValue::from_static("no-store")))
 }

@@ -252,3 +252,21 @@ async fn a_flush_does_not_revive_a_deleted_queues_stats() {
     let exists: u64 = redis::cmd("EXISTS").arg(q.stats()).arg(q.budget()).query_async(&mut conn).await.unwrap();
     assert_eq!(exists, 0, "the flush recreated the deleted queue's stats or lease");
 }
+
+/// Queue responses carry messages and receipts: no cache in between may keep one, answer or error.
+#[tokio::test]
+async fn queue_responses_are_never_cached() {
+    let app = spawn_app().await;
+    let queue = app.queue().await;
+    for token in [queue.token.as_str(), "acq_unknown"] {
+        let response = app
+            .client
+            .post(app.url(&queue, "/messages"))
+            .bearer_auth(token)
+            .json(&json!({"body": "x"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.headers()["cache-control"], "no-store", "{}", response.status());
+    }
+}
