@@ -7,6 +7,7 @@ use super::ledger::FlushItem;
 use aqs_core::error::ApiResult;
 use aqs_core::ids::QueueId;
 use aqs_core::time::now_ms;
+use futures_util::future::join_all;
 use redis::Value;
 
 /// What asking for a lease that fits a publish gave.
@@ -27,7 +28,7 @@ impl Engine {
         if ledger.try_draw(queue, day, bytes) {
             return Ok(Drawn::Yes);
         }
-        let _leasing = ledger.lock_leasing().await;
+        let _leasing = ledger.lock_leasing(queue).await;
         // Another publish may have been granted a lease while this one waited.
         if ledger.try_draw(queue, day, bytes) {
             return Ok(Drawn::Yes);
@@ -62,27 +63,27 @@ impl Engine {
 
     /// Writes what this process published since the last flush: stored bytes, today's counts,
     /// leases renewed, topped up or (`release`, or idle) given back. One `flush.lua` call per
-    /// queue; what could not be written is kept for the next flush.
+    /// queue, all sent at once (the connection pipelines them); what could not be written is kept
+    /// for the next flush.
     pub async fn flush_ledger(&self, release: bool) -> ApiResult<()> {
         let ledger = &self.ledger;
-        let _leasing = ledger.lock_leasing().await;
         let _flushing = ledger.write_gate().await;
         let now = now_ms();
-        let mut failed = None;
-        for item in ledger.take(release) {
-            if failed.is_some() {
-                ledger.restore(item);
-                continue;
-            }
+        let flushes = ledger.queues().into_iter().map(|queue| async move {
+            let _leasing = ledger.lock_leasing(queue).await;
+            let Some(item) = ledger.take(queue, release) else { return Ok(()) };
             match self.flush_one(&item, now).await {
-                Ok(lease) => ledger.flushed(item.queue, lease),
+                Ok(lease) => {
+                    ledger.flushed(queue, lease);
+                    Ok(())
+                }
                 Err(err) => {
                     ledger.restore(item);
-                    failed = Some(err);
+                    Err(err)
                 }
             }
-        }
-        failed.map_or(Ok(()), Err)
+        });
+        join_all(flushes).await.into_iter().collect()
     }
 
     /// The lease Redis recorded, or `None` when the queue is gone.

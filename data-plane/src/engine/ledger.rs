@@ -16,6 +16,9 @@ use tokio::sync::{RwLock, RwLockReadGuard};
 /// Flushes in a row without a publish after which a queue's lease is given back.
 const IDLE_FLUSHES_BEFORE_RELEASE: u8 = 5;
 
+/// Lease writers of different queues rarely wait for each other: one lock per stripe of queues.
+const LEASING_STRIPES: usize = 64;
+
 #[derive(Default)]
 struct QueueLedger {
     /// Publish counts by UTC day (`YYYYMMDD`); negative when a publish counted and flushed was
@@ -50,14 +53,23 @@ pub struct FlushItem {
     pub want: i64,
 }
 
-#[derive(Default)]
 pub struct Ledger {
     queues: Mutex<HashMap<QueueId, QueueLedger>>,
     /// Held for writing across a flush and for reading across a stats read (Redis value plus what
     /// is pending here), so nothing in transit is missed or counted twice by this process.
     gate: RwLock<()>,
-    /// Serialises flushes and lease grants, the two writers of a lease.
-    leasing: tokio::sync::Mutex<()>,
+    /// Serialise a queue's flush and lease grants, the two writers of its lease.
+    leasing: [tokio::sync::Mutex<()>; LEASING_STRIPES],
+}
+
+impl Default for Ledger {
+    fn default() -> Self {
+        Self {
+            queues: Mutex::default(),
+            gate: RwLock::default(),
+            leasing: std::array::from_fn(|_| tokio::sync::Mutex::default()),
+        }
+    }
 }
 
 impl Ledger {
@@ -125,8 +137,9 @@ impl Ledger {
         self.gate.read().await
     }
 
-    pub async fn lock_leasing(&self) -> tokio::sync::MutexGuard<'_, ()> {
-        self.leasing.lock().await
+    /// Held by whoever writes `queue`'s lease in Redis, across the write.
+    pub async fn lock_leasing(&self, queue: QueueId) -> tokio::sync::MutexGuard<'_, ()> {
+        self.leasing[queue.0.as_u128() as usize % LEASING_STRIPES].lock().await
     }
 
     /// Held across a flush (see `gate`).
@@ -134,29 +147,31 @@ impl Ledger {
         self.gate.write().await
     }
 
-    /// Moves what is pending into flush items: drawn bytes leave the lease, an idle lease is given
-    /// back (`release` gives back every lease: the process is stopping). Queues with nothing to
-    /// write are forgotten. Call with `lock_leasing` and the gate held.
-    pub(super) fn take(&self, release: bool) -> Vec<FlushItem> {
+    /// The queues with something to write.
+    pub(super) fn queues(&self) -> Vec<QueueId> {
+        self.queues.lock().expect("ledger lock").keys().copied().collect()
+    }
+
+    /// Moves what is pending for `queue` into a flush item: drawn bytes leave the lease, an idle
+    /// lease is given back (`release` gives it back in any case: the process is stopping). A queue
+    /// with nothing to write is forgotten. Call with `lock_leasing(queue)` and the gate held.
+    pub(super) fn take(&self, queue: QueueId, release: bool) -> Option<FlushItem> {
         let mut queues = self.queues.lock().expect("ledger lock");
-        let mut items = Vec::new();
-        queues.retain(|&queue, q| {
-            let drawn = std::mem::take(&mut q.drawn);
-            let counts = std::mem::take(&mut q.counts);
-            q.lease -= drawn;
-            let active = drawn != 0 || !counts.is_empty();
-            q.idle_flushes = if active { 0 } else { q.idle_flushes.saturating_add(1) };
-            if release || q.idle_flushes >= IDLE_FLUSHES_BEFORE_RELEASE {
-                q.lease = 0;
-            }
-            if !active && q.lease == 0 && q.recorded == 0 {
-                return false;
-            }
-            let want = if active && !release { 2 * drawn.max(0) } else { 0 };
-            items.push(FlushItem { queue, counts, drawn, lease: q.lease, want });
-            true
-        });
-        items
+        let q = queues.get_mut(&queue)?;
+        let drawn = std::mem::take(&mut q.drawn);
+        let counts = std::mem::take(&mut q.counts);
+        q.lease -= drawn;
+        let active = drawn != 0 || !counts.is_empty();
+        q.idle_flushes = if active { 0 } else { q.idle_flushes.saturating_add(1) };
+        if release || q.idle_flushes >= IDLE_FLUSHES_BEFORE_RELEASE {
+            q.lease = 0;
+        }
+        if !active && q.lease == 0 && q.recorded == 0 {
+            queues.remove(&queue);
+            return None;
+        }
+        let want = if active && !release { 2 * drawn.max(0) } else { 0 };
+        Some(FlushItem { queue, counts, drawn, lease: q.lease, want })
     }
 
     /// Puts back an item Redis did not take.
@@ -215,22 +230,21 @@ mod tests {
         let queue = QueueId::new();
         ledger.granted(queue, 100);
         assert!(ledger.try_draw(queue, DAY, 30));
-        let items = ledger.take(false);
-        assert_eq!(items.len(), 1);
-        let item = &items[0];
-        assert_eq!((item.drawn, item.lease, item.want, item.counts.clone()), (30, 70, 60, vec![(DAY, 1)]));
+        assert_eq!(ledger.queues(), vec![queue]);
+        let item = ledger.take(queue, false).unwrap();
+        assert_eq!((item.drawn, item.lease, item.want, item.counts), (30, 70, 60, vec![(DAY, 1)]));
         ledger.flushed(queue, Some(100));
         assert_eq!((ledger.pending_bytes(queue), ledger.undrawn(queue)), (0, 100));
         // Idle flushes renew the lease without a top-up, then give it back.
         for _ in 1..IDLE_FLUSHES_BEFORE_RELEASE {
-            let items = ledger.take(false);
-            assert_eq!((items[0].lease, items[0].want), (100, 0));
+            let item = ledger.take(queue, false).unwrap();
+            assert_eq!((item.lease, item.want), (100, 0));
             ledger.flushed(queue, Some(100));
         }
-        let items = ledger.take(false);
-        assert_eq!(items[0].lease, 0);
+        assert_eq!(ledger.take(queue, false).unwrap().lease, 0);
         ledger.flushed(queue, Some(0));
-        assert!(ledger.take(false).is_empty(), "nothing left to write");
+        assert!(ledger.take(queue, false).is_none(), "nothing left to write");
+        assert!(ledger.queues().is_empty());
     }
 
     #[test]
@@ -239,9 +253,9 @@ mod tests {
         let queue = QueueId::new();
         ledger.granted(queue, 100);
         assert!(ledger.try_draw(queue, DAY, 30));
-        let mut items = ledger.take(false);
+        let item = ledger.take(queue, false).unwrap();
         assert!(ledger.try_draw(queue, DAY, 20), "a publish during the flush");
-        ledger.restore(items.pop().unwrap());
+        ledger.restore(item);
         assert_eq!((ledger.pending_bytes(queue), ledger.pending_count(queue, DAY), ledger.undrawn(queue)), (50, 2, 50));
     }
 
@@ -251,10 +265,20 @@ mod tests {
         let queue = QueueId::new();
         ledger.granted(queue, 100);
         assert!(ledger.try_draw(queue, DAY, 30));
-        ledger.take(false);
+        ledger.take(queue, false);
         ledger.flushed(queue, Some(70));
         ledger.undo_draw(queue, DAY, 30);
-        let items = ledger.take(false);
-        assert_eq!((items[0].drawn, items[0].lease, items[0].counts.clone()), (-30, 100, vec![(DAY, -1)]));
+        let item = ledger.take(queue, false).unwrap();
+        assert_eq!((item.drawn, item.lease, item.counts), (-30, 100, vec![(DAY, -1)]));
+    }
+
+    #[test]
+    fn stopping_gives_every_lease_back() {
+        let ledger = Ledger::default();
+        let queue = QueueId::new();
+        ledger.granted(queue, 100);
+        assert!(ledger.try_draw(queue, DAY, 30));
+        let item = ledger.take(queue, true).unwrap();
+        assert_eq!((item.drawn, item.lease, item.want), (30, 0, 0));
     }
 }

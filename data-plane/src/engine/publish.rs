@@ -85,7 +85,7 @@ impl Engine {
         }
         // Refused for storage while this replica holds undrawn lease: give that back and ask again,
         // so the limit is judged on what is stored (budget.lua).
-        let _leasing = self.ledger.lock_leasing().await;
+        let _leasing = self.ledger.lock_leasing(queue).await;
         match self.give_back_for_publish(queue) {
             Some(kept) => {
                 let outcome = self.publish_many(queue, messages, now_ms, Some(kept)).await?;
