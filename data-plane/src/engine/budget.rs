@@ -39,12 +39,9 @@ impl Engine {
         inv.key(q.meta()).key(q.stats()).key(q.budget());
         inv.arg(now_ms).arg(self.replica.as_ref()).arg(held).arg(bytes);
         match self.run(&inv).await? {
-            Value::Int(lease) => {
-                ledger.granted(queue, lease);
-                let drawn = ledger.try_draw(queue, day, bytes);
-                debug_assert!(drawn, "lease.lua grants at least what was asked");
-                Ok(if drawn { Drawn::Yes } else { Drawn::StorageFull })
-            }
+            // lease.lua grants at least `held + bytes`, and `held` covers what is drawn.
+            Value::Int(lease) if ledger.grant_and_draw(queue, lease, day, bytes) => Ok(Drawn::Yes),
+            Value::Int(lease) => Err(anyhow::anyhow!("lease.lua granted {lease} bytes, short of {bytes}").into()),
             Value::BulkString(reply) if reply == b"storage" => {
                 ledger.granted(queue, held);
                 Ok(Drawn::StorageFull)

@@ -34,6 +34,15 @@ struct QueueLedger {
 }
 
 impl QueueLedger {
+    fn draw(&mut self, day: u32, bytes: i64) -> bool {
+        if bytes > 0 && self.lease - self.drawn < bytes {
+            return false;
+        }
+        self.drawn += bytes;
+        self.count(day, 1);
+        true
+    }
+
     fn count(&mut self, day: u32, n: i64) {
         match self.counts.iter_mut().find(|(d, _)| *d == day) {
             Some((_, count)) => *count += n,
@@ -78,16 +87,17 @@ impl Ledger {
     }
 
     /// Draws `bytes` from the queue's lease and counts one publish, or returns false when the
-    /// lease lacks room (the caller then asks for more: `Engine::lease`).
+    /// lease lacks room (the caller then asks Redis for more: `Engine::draw`).
     pub fn try_draw(&self, queue: QueueId, day: u32, bytes: u64) -> bool {
-        let bytes = bytes as i64;
+        self.with(queue, |q| q.draw(day, bytes as i64))
+    }
+
+    /// Redis granted `lease` for a publish of `bytes`: records it and draws them at once, before a
+    /// concurrent publish can take the room.
+    pub fn grant_and_draw(&self, queue: QueueId, lease: i64, day: u32, bytes: u64) -> bool {
         self.with(queue, |q| {
-            if bytes > 0 && q.lease - q.drawn < bytes {
-                return false;
-            }
-            q.drawn += bytes;
-            q.count(day, 1);
-            true
+            (q.lease, q.recorded) = (lease, lease);
+            q.draw(day, bytes as i64)
         })
     }
 
@@ -222,6 +232,9 @@ mod tests {
         assert_eq!((ledger.pending_bytes(queue), ledger.pending_count(queue, DAY)), (10, 1));
         assert_eq!(ledger.give_back_undrawn(queue), 10);
         assert_eq!(ledger.undrawn(queue), 0);
+        assert!(ledger.grant_and_draw(queue, 40, DAY, 20), "the new lease holds the publish it was asked for");
+        assert_eq!((ledger.pending_bytes(queue), ledger.undrawn(queue)), (30, 10));
+        assert!(!ledger.grant_and_draw(queue, 40, DAY, 20), "only 10 bytes left");
     }
 
     #[test]
