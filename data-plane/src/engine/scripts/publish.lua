@@ -22,6 +22,8 @@ local now, day, count, idem_prefix = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3
 local me, my_lease = ARGV[5], ARGV[6]
 local meta = redis.call('HMGET', K_META, 'v', 'paused', 'payload_limit', 'storage_limit', 'w')
 if not meta[1] then return { 'no_queue' } end
+-- Recorded whatever the outcome: the caller takes it as this replica's lease from now on.
+if my_lease ~= '' then set_lease(K_BUDGET, me, tonumber(my_lease), now) end
 if meta[2] == '1' then return { 'paused' } end
 local payload_limit, storage_limit = tonumber(meta[3]), tonumber(meta[4])
 
@@ -30,7 +32,6 @@ local payload_limit, storage_limit = tonumber(meta[3]), tonumber(meta[4])
 local function reserve(bytes)
   local room
   if my_lease ~= '' then
-    set_lease(K_BUDGET, me, tonumber(my_lease), now)
     room = room_for(K_BUDGET, K_STATS, now, me, tonumber(my_lease), storage_limit)
   elseif bytes == 0 then
     return true
