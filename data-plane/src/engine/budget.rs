@@ -3,7 +3,7 @@
 //! (`ledger.rs`) to Redis a few times a second (`flush.lua`).
 
 use super::Engine;
-use super::ledger::FlushItem;
+use super::ledger::{FlushItem, Recorded};
 use aqs_core::error::ApiResult;
 use aqs_core::ids::QueueId;
 use aqs_core::time::now_ms;
@@ -83,8 +83,8 @@ impl Engine {
         join_all(flushes).await.into_iter().collect()
     }
 
-    /// The lease Redis recorded, or `None` when the queue is gone.
-    async fn flush_one(&self, item: &FlushItem, now_ms: u64) -> ApiResult<Option<i64>> {
+    /// What Redis recorded, or `None` when the queue is gone.
+    async fn flush_one(&self, item: &FlushItem, now_ms: u64) -> ApiResult<Option<Recorded>> {
         let q = self.keys.queue(item.queue);
         let mut inv = self.scripts.flush.prepare_invoke();
         inv.key(q.meta()).key(q.stats()).key(q.budget());
@@ -93,7 +93,11 @@ impl Engine {
             inv.arg(day).arg(n);
         }
         match self.run(&inv).await? {
-            Value::Int(lease) => Ok((lease >= 0).then_some(lease)),
+            Value::Int(-1) => Ok(None),
+            Value::Array(reply) => match reply.as_slice() {
+                [Value::Int(lease), Value::Int(over)] => Ok(Some(Recorded { lease: *lease, over_limit: *over == 1 })),
+                other => Err(anyhow::anyhow!("flush.lua returned {other:?}").into()),
+            },
             other => Err(anyhow::anyhow!("flush.lua returned {other:?}").into()),
         }
     }

@@ -51,6 +51,14 @@ impl QueueLedger {
     }
 }
 
+/// What `flush.lua` recorded for this replica's lease on one queue.
+#[derive(Clone, Copy, Debug)]
+pub struct Recorded {
+    pub lease: i64,
+    /// Stored bytes and leases exceed the storage limit: it was lowered.
+    pub over_limit: bool,
+}
+
 /// What one flush writes for one queue (`flush.lua`).
 pub struct FlushItem {
     pub queue: QueueId,
@@ -195,14 +203,16 @@ impl Ledger {
         })
     }
 
-    /// Redis wrote an item and recorded the lease `lease` (`None`: the queue is gone).
-    pub(super) fn flushed(&self, queue: QueueId, lease: Option<i64>) {
+    /// Redis wrote an item and recorded what `recorded` says (`None`: the queue is gone).
+    pub(super) fn flushed(&self, queue: QueueId, recorded: Option<Recorded>) {
         let mut queues = self.queues.lock().expect("ledger lock");
-        match lease {
-            Some(lease) => {
+        match recorded {
+            Some(Recorded { lease, over_limit }) => {
                 if let Some(q) = queues.get_mut(&queue) {
-                    q.lease = lease;
                     q.recorded = lease;
+                    // Over a lowered limit, stop drawing: the next flush gives the rest back and
+                    // the next publish asks Redis, which judges it on what is stored.
+                    q.lease = if over_limit { q.drawn.max(0) } else { lease };
                 }
             }
             None => {
@@ -217,6 +227,10 @@ mod tests {
     use super::*;
 
     const DAY: u32 = 20261130;
+
+    fn recorded(lease: i64) -> Recorded {
+        Recorded { lease, over_limit: false }
+    }
 
     #[test]
     fn draws_only_within_the_lease() {
@@ -246,16 +260,16 @@ mod tests {
         assert_eq!(ledger.queues(), vec![queue]);
         let item = ledger.take(queue, false).unwrap();
         assert_eq!((item.drawn, item.lease, item.want, item.counts), (30, 70, 60, vec![(DAY, 1)]));
-        ledger.flushed(queue, Some(100));
+        ledger.flushed(queue, Some(recorded(100)));
         assert_eq!((ledger.pending_bytes(queue), ledger.undrawn(queue)), (0, 100));
         // Idle flushes renew the lease without a top-up, then give it back.
         for _ in 1..IDLE_FLUSHES_BEFORE_RELEASE {
             let item = ledger.take(queue, false).unwrap();
             assert_eq!((item.lease, item.want), (100, 0));
-            ledger.flushed(queue, Some(100));
+            ledger.flushed(queue, Some(recorded(100)));
         }
         assert_eq!(ledger.take(queue, false).unwrap().lease, 0);
-        ledger.flushed(queue, Some(0));
+        ledger.flushed(queue, Some(recorded(0)));
         assert!(ledger.take(queue, false).is_none(), "nothing left to write");
         assert!(ledger.queues().is_empty());
     }
@@ -279,10 +293,24 @@ mod tests {
         ledger.granted(queue, 100);
         assert!(ledger.try_draw(queue, DAY, 30));
         ledger.take(queue, false);
-        ledger.flushed(queue, Some(70));
+        ledger.flushed(queue, Some(recorded(70)));
         ledger.undo_draw(queue, DAY, 30);
         let item = ledger.take(queue, false).unwrap();
         assert_eq!((item.drawn, item.lease, item.counts), (-30, 100, vec![(DAY, -1)]));
+    }
+
+    #[test]
+    fn over_a_lowered_limit_the_undrawn_lease_is_not_drawn_on() {
+        let ledger = Ledger::default();
+        let queue = QueueId::new();
+        ledger.granted(queue, 100);
+        assert!(ledger.try_draw(queue, DAY, 30));
+        ledger.take(queue, false);
+        assert!(ledger.try_draw(queue, DAY, 10), "a publish during the flush");
+        ledger.flushed(queue, Some(Recorded { lease: 70, over_limit: true }));
+        assert!(!ledger.try_draw(queue, DAY, 1));
+        let item = ledger.take(queue, false).unwrap();
+        assert_eq!((item.drawn, item.lease), (10, 0), "the next flush gives the rest back");
     }
 
     #[test]

@@ -80,6 +80,27 @@ async fn racing_publishes_never_pass_the_limit() {
     assert_eq!(a.stats(&queue).await["stored_bytes"], 10_000);
 }
 
+/// A lowered storage limit holds from the next flush on, whatever lease a replica held.
+#[tokio::test]
+async fn a_lowered_limit_stops_draws_on_a_lease_granted_under_the_old_one() {
+    let app = spawn_app().await;
+    let mut queue = app.queue_with(|m| m.storage_limit = 1 << 20).await;
+    app.publish_text(&queue, &"x".repeat(100)).await;
+    queue.meta.storage_limit = 1_000;
+    app.write_meta(&queue.meta).await;
+    flush(&app).await;
+    let mut more = 0;
+    while app.post(&queue.token, &app.url(&queue, "/messages"), &json!({"body": "y".repeat(100)})).await.0
+        == StatusCode::CREATED
+    {
+        more += 1;
+        assert!(more <= 9, "past the lowered limit");
+    }
+    assert_eq!(more, 9, "900 bytes of room under the new limit");
+    flush(&app).await;
+    assert_eq!(app.stats(&queue).await["stored_bytes"], 1_000);
+}
+
 /// A batch that fits is not refused because this replica holds lease it has not drawn.
 #[tokio::test]
 async fn a_batch_next_to_this_replicas_undrawn_lease_gets_all_the_room() {

@@ -13,7 +13,8 @@
 -- A replica short of lease gives back its undrawn rest before asking for more, so its refusal is
 -- judged on what is stored. Near the limit a grant is only what the publish needs, so undrawn
 -- leases there are rare and short-lived (drawn, or given back when idle): one replica's lease
--- seldom refuses another's publish that would fit.
+-- seldom refuses another's publish that would fit. When the limit is lowered under what is
+-- stored and leased, the next flush (flush.lua) stops the replica drawing on its lease.
 --
 -- A replica that stops renewing (a crash) leaves a lease that expires. It is then counted as
 -- stored bytes in full, since part of it may be: never less than what is stored, at worst more by
