@@ -70,8 +70,8 @@ impl Engine {
             let _leasing = ledger.lock_leasing(queue).await;
             let Some(item) = ledger.take(queue, release) else { return Ok(()) };
             match self.flush_one(&item, now).await {
-                Ok(lease) => {
-                    ledger.flushed(queue, lease);
+                Ok(recorded) => {
+                    ledger.flushed(queue, recorded);
                     Ok(())
                 }
                 Err(err) => {
