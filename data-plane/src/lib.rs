@@ -2,7 +2,7 @@
 //!
 //! - [`router`] serves every route under `/queue/v1`; [`queue_routes`] are the per-queue handlers
 //!   alone, written against an extracted [`QueueContext`] so a custom host can serve them at `/`.
-//! - [`spawn_background`] starts the sweeper (timers), the publish count flusher, the wake-up
+//! - [`spawn_background`] starts the sweeper (timers), the publish ledger flusher, the wake-up
 //!   subscriber (long polls) and the push supervisor ([`push`]: one dispatcher per queue with a push
 //!   target).
 //! - [`engine`] is the storage layer: one typed method per operation, taking a `QueueId`; the
@@ -28,7 +28,7 @@ pub use state::DataPlane;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-/// Starts the background tasks of a data-plane process: the sweeper, the publish count flusher,
+/// Starts the background tasks of a data-plane process: the sweeper, the publish ledger flusher,
 /// the wake-up subscriber and the push supervisor.
 /// Both keep retrying while Redis is away and end when `shutdown` is cancelled.
 pub fn spawn_background(state: &DataPlane, shutdown: CancellationToken) -> Vec<JoinHandle<()>> {

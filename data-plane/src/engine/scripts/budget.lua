@@ -1,5 +1,5 @@
--- budget.lua: storage budget leases, prepended by scripts.rs to the scripts that grant or check
--- them (lease.lua, flush.lua, publish.lua).
+-- budget.lua: storage budget leases, prepended by scripts.rs to the scripts that grant, check or
+-- settle them (lease.lua, flush.lua, publish.lua, sweep.lua).
 --
 -- A single publish must not pay for a write of the queue's stored bytes (with its AOF record, a
 -- quarter of the script's Redis time), yet the storage limit stays exact. So each replica leases a

@@ -37,10 +37,10 @@ if prune_before > 0 then
 end
 -- Leases of replicas that stopped renewing become stored bytes (budget.lua), and stored bytes are
 -- exact again once the queue holds nothing and no lease is out: what an expired lease added beyond
--- what was stored is forgotten there.
+-- what was stored is forgotten there. (No bytes held means no lease out: set_lease deletes an
+-- empty one.)
 local K_BUDGET = KEYS[13]
-leases_held(K_BUDGET, K_STATS, now, '')
-if redis.call('EXISTS', K_BUDGET) == 0 and redis.call('XLEN', K_STREAM) == 0
+if leases_held(K_BUDGET, K_STATS, now, '') == 0 and redis.call('XLEN', K_STREAM) == 0
     and redis.call('ZCARD', K_DELAYED) == 0 and redis.call('XLEN', K_DLQ) == 0 then
   local bytes = redis.call('HGET', K_STATS, 'bytes')
   if bytes and bytes ~= '0' then redis.call('HSET', K_STATS, 'bytes', 0) end
