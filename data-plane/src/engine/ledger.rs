@@ -232,6 +232,15 @@ mod tests {
         Recorded { lease, over_limit: false }
     }
 
+    /// A queue whose 100-byte lease has 30 bytes drawn by one publish.
+    fn lease_100_draw_30() -> (Ledger, QueueId) {
+        let ledger = Ledger::default();
+        let queue = QueueId::new();
+        ledger.granted(queue, 100);
+        assert!(ledger.try_draw(queue, DAY, 30));
+        (ledger, queue)
+    }
+
     #[test]
     fn draws_only_within_the_lease() {
         let ledger = Ledger::default();
@@ -253,10 +262,7 @@ mod tests {
 
     #[test]
     fn a_flush_turns_drawn_bytes_into_stored_ones_and_releases_idle_leases() {
-        let ledger = Ledger::default();
-        let queue = QueueId::new();
-        ledger.granted(queue, 100);
-        assert!(ledger.try_draw(queue, DAY, 30));
+        let (ledger, queue) = lease_100_draw_30();
         assert_eq!(ledger.queues(), vec![queue]);
         let item = ledger.take(queue, false).unwrap();
         assert_eq!((item.drawn, item.lease, item.want, item.counts), (30, 70, 60, vec![(DAY, 1)]));
@@ -276,10 +282,7 @@ mod tests {
 
     #[test]
     fn a_failed_flush_is_put_back_whole() {
-        let ledger = Ledger::default();
-        let queue = QueueId::new();
-        ledger.granted(queue, 100);
-        assert!(ledger.try_draw(queue, DAY, 30));
+        let (ledger, queue) = lease_100_draw_30();
         let item = ledger.take(queue, false).unwrap();
         assert!(ledger.try_draw(queue, DAY, 20), "a publish during the flush");
         ledger.restore(item);
@@ -288,10 +291,7 @@ mod tests {
 
     #[test]
     fn a_refusal_after_its_flush_is_written_back_negative() {
-        let ledger = Ledger::default();
-        let queue = QueueId::new();
-        ledger.granted(queue, 100);
-        assert!(ledger.try_draw(queue, DAY, 30));
+        let (ledger, queue) = lease_100_draw_30();
         ledger.take(queue, false);
         ledger.flushed(queue, Some(recorded(70)));
         ledger.undo_draw(queue, DAY, 30);
@@ -301,10 +301,7 @@ mod tests {
 
     #[test]
     fn over_a_lowered_limit_the_undrawn_lease_is_not_drawn_on() {
-        let ledger = Ledger::default();
-        let queue = QueueId::new();
-        ledger.granted(queue, 100);
-        assert!(ledger.try_draw(queue, DAY, 30));
+        let (ledger, queue) = lease_100_draw_30();
         ledger.take(queue, false);
         assert!(ledger.try_draw(queue, DAY, 10), "a publish during the flush");
         ledger.flushed(queue, Some(Recorded { lease: 70, over_limit: true }));
@@ -315,10 +312,7 @@ mod tests {
 
     #[test]
     fn stopping_gives_every_lease_back() {
-        let ledger = Ledger::default();
-        let queue = QueueId::new();
-        ledger.granted(queue, 100);
-        assert!(ledger.try_draw(queue, DAY, 30));
+        let (ledger, queue) = lease_100_draw_30();
         let item = ledger.take(queue, true).unwrap();
         assert_eq!((item.drawn, item.lease, item.want), (30, 0, 0));
     }
