@@ -4,6 +4,14 @@
 //! messages the publish stored (the message's payload), never more than the queue has waiters, so
 //! one message wakes one waiter, not all of them (each woken waiter runs the consume script).
 //!
+//! The replica that published wakes its own waiters as soon as its script returns (`published`),
+//! without waiting for its PUBLISH to come back through Redis: one Redis hop and one task hand-off
+//! less on the way to its long polls. A publish's payload names its replica (`n:replica`), and that
+//! replica's subscriber skips it. Nothing is missed by skipping: a waiter registers before its
+//! consume attempt, so either the attempt ran after the publish and found the message, or the
+//! waiter was registered when the publish returned and `published` woke it. Other wake-ups (nack,
+//! sweep, replay) carry only `n` and reach every replica, their sender's included.
+//!
 //! No wake-up is lost: a waiter enables its `Notified` before each consume attempt, so a publish
 //! landing during the attempt is kept for it (or stored as a permit while no waiter is enabled); a
 //! waiter that was notified but leaves without consuming (timed out, answered, or its client went
@@ -66,6 +74,13 @@ impl Waiters {
         }
     }
 
+    /// Wakes up to `stored` waiters of `queue` for a publish of this replica that stored (or, its
+    /// reply lost, may have stored) that many messages; its PUBLISH, named for this replica, does
+    /// not wake them again.
+    pub fn published(&self, queue: QueueId, stored: usize) {
+        self.wake(queue, Some(stored));
+    }
+
     fn wake_all(&self) {
         for (notify, _) in self.inner.queues.lock().expect("waiters lock").values() {
             notify.notify_waiters();
@@ -92,6 +107,7 @@ impl Drop for Waiter {
 /// The subscriber task: connects, PSUBSCRIBEs, dispatches; on any failure waits and reconnects.
 pub fn spawn_subscriber(state: &DataPlane, shutdown: CancellationToken) -> JoinHandle<()> {
     let waiters = state.waiters.clone();
+    let me: Arc<str> = state.engine.replica().into();
     let url = state.pubsub_url.clone();
     let pattern = state.engine.keys().wake_pattern();
     tokio::spawn(async move {
@@ -101,7 +117,7 @@ pub fn spawn_subscriber(state: &DataPlane, shutdown: CancellationToken) -> JoinH
         };
         let mut backoff = Duration::from_millis(100);
         loop {
-            match listen(&url, &pattern, &waiters, &shutdown, &mut backoff).await {
+            match listen(&url, &pattern, &me, &waiters, &shutdown, &mut backoff).await {
                 Ok(()) => return,
                 // Warned once per outage (a successful subscribe resets the backoff), not per retry.
                 Err(err) if waiters.is_listening() || backoff == Duration::from_millis(100) => {
@@ -124,6 +140,7 @@ pub fn spawn_subscriber(state: &DataPlane, shutdown: CancellationToken) -> JoinH
 async fn listen(
     url: &str,
     pattern: &str,
+    me: &str,
     waiters: &Waiters,
     shutdown: &CancellationToken,
     backoff: &mut Duration,
@@ -143,12 +160,39 @@ async fn listen(
             message = messages.next() => match message {
                 Some(message) => {
                     if let Some(queue) = queue_of_wake_channel(message.get_channel_name()) {
-                        let ready = std::str::from_utf8(message.get_payload_bytes()).ok().and_then(|p| p.parse().ok());
-                        waiters.wake(queue, ready);
+                        let (ready, sender) = parse_wake(message.get_payload_bytes());
+                        if sender != Some(me) {
+                            waiters.wake(queue, ready);
+                        }
                     }
                 }
                 None => anyhow::bail!("the subscription stream ended"),
             },
         }
+    }
+}
+
+/// A wake-up's payload, `n` or `n:replica`: how many messages may be ready (`None` when it does not
+/// say) and the publishing replica, if named.
+fn parse_wake(payload: &[u8]) -> (Option<usize>, Option<&str>) {
+    let Ok(payload) = std::str::from_utf8(payload) else { return (None, None) };
+    let (count, sender) = match payload.split_once(':') {
+        Some((count, sender)) => (count, Some(sender)),
+        None => (payload, None),
+    };
+    (count.parse().ok(), sender)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_wake;
+
+    #[test]
+    fn a_wake_up_names_its_count_and_its_sender_when_a_publish_sent_it() {
+        assert_eq!(parse_wake(b"3"), (Some(3), None));
+        assert_eq!(parse_wake(b"1:01JREPLICA"), (Some(1), Some("01JREPLICA")));
+        assert_eq!(parse_wake(b"x:01JREPLICA"), (None, Some("01JREPLICA")));
+        assert_eq!(parse_wake(b""), (None, None));
+        assert_eq!(parse_wake(&[0xff, b'1']), (None, None));
     }
 }

@@ -29,8 +29,9 @@
 //! publish → (delayed → promoted) → stream, never delivered → consume: XREADGROUP puts it in the
 //! PEL (delivery counter 1) and the lease zset (deadline) → ack: XACK + XDEL + ZREM, bytes freed,
 //! the idempotency record gets a TTL of what remains of publish + 24 h. While `meta.w` lies ahead,
-//! a publish PUBLISHes the number of messages it stored on the queue's wake channel; a replica wakes
-//! that many of its long polls (`wake.rs`), not all of them. Without a waiter it PUBLISHes nothing:
+//! a publish PUBLISHes the number of messages it stored, and the publishing replica, on the queue's
+//! wake channel; every other replica wakes that many of its long polls (`wake.rs`), not all of
+//! them (the publishing one woke its own when the script returned). Without a waiter it PUBLISHes nothing:
 //! a consume that finds nothing for a poll that will wait moves `w` up to the poll's deadline in the
 //! same script, so no publish can fall between the empty answer and the mark. A nack moves the lease
 //! deadline to now + delay and marks it in `backoff`; a lease that runs out is simply due. The
@@ -97,7 +98,8 @@ pub struct Engine {
     keys: Keys,
     scripts: Arc<Scripts>,
     ledger: Arc<Ledger>,
-    /// Names this process's storage leases (`budget.lua`); new at every start.
+    /// Names this process's storage leases (`budget.lua`) and wake-ups (`wake.rs`); new at every
+    /// start.
     replica: Arc<str>,
 }
 
@@ -110,6 +112,11 @@ impl Engine {
             ledger: Arc::default(),
             replica: MessageId::new().to_string().into(),
         }
+    }
+
+    /// This process among the replicas (storage leases, wake-ups).
+    pub fn replica(&self) -> &str {
+        &self.replica
     }
 
     pub fn keys(&self) -> &Keys {

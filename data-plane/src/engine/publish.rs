@@ -177,9 +177,9 @@ impl Engine {
         let id = MessageId::new().to_string();
         let script = &self.scripts.publish_one;
         // Sized up front: growing the command's buffers showed in profiles.
-        let mut evalsha = redis::Cmd::with_capacity(14, message.body.len() + message.attributes.len() + 256);
+        let mut evalsha = redis::Cmd::with_capacity(16, message.body.len() + message.attributes.len() + 256);
         evalsha.arg("EVALSHA").arg(script.get_hash()).arg(3).arg(q.meta()).arg(q.stream()).arg(q.wake());
-        evalsha.arg(now_ms).arg(id.as_str()).arg(message.body.as_slice());
+        evalsha.arg(now_ms).arg(self.replica.as_ref()).arg(id.as_str()).arg(message.body.as_slice());
         if message.content_type != DEFAULT_CONTENT_TYPE {
             evalsha.arg("ct").arg(message.content_type.as_str());
         }

@@ -158,7 +158,17 @@ fn validate(request: PublishRequest<'_>, meta: &QueueMeta) -> ApiResult<NewMessa
 /// Runs the publish script and maps a refusal to its error (entry-specific ones carry the index).
 async fn store(state: &DataPlane, ctx: &QueueContext, messages: &[NewMessage]) -> ApiResult<Vec<Published>> {
     let in_batch = |index: usize, source: ApiError| ApiError::InBatch { index, source: Box::new(source) };
-    match state.engine.publish(ctx.queue, messages, now_ms()).await? {
+    let outcome = state.engine.publish(ctx.queue, messages, now_ms()).await;
+    // This replica's long polls are woken here rather than by the PUBLISH (wake.rs). A publish
+    // whose reply was lost may have stored every message.
+    match &outcome {
+        Ok(PublishOutcome::Stored(published)) => {
+            state.waiters.published(ctx.queue, published.iter().filter(|p| !p.duplicate).count())
+        }
+        Err(_) => state.waiters.published(ctx.queue, messages.len()),
+        Ok(_) => {}
+    }
+    match outcome? {
         PublishOutcome::Stored(published) => Ok(published),
         PublishOutcome::QueueMissing => Err(ApiError::not_found("no such queue")),
         PublishOutcome::Paused => Err(ApiError::QueuePaused("the queue is paused; it accepts no messages".into())),

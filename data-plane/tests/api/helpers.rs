@@ -72,13 +72,24 @@ pub async fn spawn_app_with(namespace: &str, adjust: impl FnOnce(&mut Config)) -
     start_with(state, redis, namespace).await
 }
 
+/// An app whose data goes to the test Redis but whose wake-up subscriber cannot connect: its
+/// configured Redis URL, which only the subscriber dials, points at a closed port.
+pub async fn spawn_app_without_subscriber() -> TestApp {
+    let namespace = format!("t{}", hex::encode(rand::random::<[u8; 6]>()));
+    let config = Config::for_tests("", &format!("redis://127.0.0.1:{}", closed_port()), &namespace);
+    let redis = redis_conn::connect(&[redis_url()]).await.expect("test Redis");
+    let state = DataPlane::new(&config, redis.clone()).await.expect("data plane");
+    start_with(state, redis, &namespace).await
+}
+
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
 /// An app whose Redis URL points at a closed port.
 pub async fn spawn_app_without_redis() -> TestApp {
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
-    let url = format!("redis://127.0.0.1:{port}");
+    let url = format!("redis://127.0.0.1:{}", closed_port());
     let config = Config::for_tests("", &url, "tdead");
     let client = redis::Client::open(url.as_str()).unwrap();
     let manager_config = redis::aio::ConnectionManagerConfig::new()

@@ -43,6 +43,20 @@ async fn a_publish_through_another_process_wakes_the_waiter() {
     assert!(latency < Duration::from_millis(100), "woken after {latency:?}");
 }
 
+/// The publishing replica wakes its own long polls when its script returns, not when its PUBLISH
+/// comes back: with its subscriber unable to connect, its poll is still woken at once (a
+/// disconnected subscriber wakes every waiter only at each reconnect attempt: 100 ms, 200 ms,
+/// 400 ms… apart).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_wakes_the_waiter_on_its_own_replica_without_the_wake_channel() {
+    let app = spawn_app_without_subscriber().await;
+    let queue = app.queue().await;
+    let (latency, received) = wake_latency(&app, &app, &queue).await;
+    assert_eq!(received, 1);
+    assert!(!app.state.is_listening());
+    assert!(latency < Duration::from_millis(100), "woken after {latency:?}");
+}
+
 #[tokio::test]
 async fn an_empty_queue_answers_after_the_wait() {
     let app = spawn_app().await;
@@ -119,5 +133,6 @@ async fn publishes_signal_the_wake_channel_only_while_a_poll_waits() {
     assert!(latency < Duration::from_millis(100), "woken after {latency:?}");
     let signal = tokio::time::timeout(Duration::from_secs(1), signals.next()).await;
     let payload: String = signal.expect("no wake-up signal while a poll waited").unwrap().get_payload().unwrap();
-    assert_eq!(payload, "1");
+    // Named for the publishing replica, whose subscriber skips it: that replica woke its own.
+    assert_eq!(payload, format!("1:{}", app.state.engine.replica()));
 }

@@ -15,7 +15,8 @@
 --   KEYS[9]  errors     hash   stream id -> last nack error
 --   KEYS[10] stats      hash   'bytes' and per-UTC-day counters 'pub:YYYYMMDD', 'del:…', 'ack:…'
 --   KEYS[11] wake       channel PUBLISHed whenever a consumer may find something new (payload: how
---                       many messages; wake.rs wakes that many waiters)
+--                       many messages, `n`; wake.rs wakes that many waiters; the publish scripts
+--                       send `n:replica`, and that replica skips it: it woke its own already)
 --   KEYS[12] idem:      prefix of the idempotency keys (the user's key is appended)
 -- Entries (stream, delayed, dlq) are version 1 records: v, id, b (body), ct, a (attributes JSON),
 -- g (group id, optional), pa (published ms), ik (idempotency key, optional), n (deliveries before

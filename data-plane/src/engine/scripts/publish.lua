@@ -56,8 +56,9 @@ end
 local function stored(n)
   redis.call('HINCRBY', K_STATS, 'pub:' .. day, n)
   -- Waiters re-run consume (a ready message) or re-plan their sleep (a delayed one); the payload
-  -- is how many waiters are worth waking. Only while one may wait (common.lua's mark_waiting).
-  if meta[5] and tonumber(meta[5]) >= now then redis.call('PUBLISH', K_WAKE, n) end
+  -- is how many waiters are worth waking, and who sent it (that replica woke its own already;
+  -- wake.rs). Only while one may wait (common.lua's mark_waiting).
+  if meta[5] and tonumber(meta[5]) >= now then redis.call('PUBLISH', K_WAKE, n .. ':' .. me) end
 end
 
 -- Pass 1: validate everything and resolve idempotency keys; nothing is written yet, so a refusal

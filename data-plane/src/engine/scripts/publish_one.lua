@@ -8,23 +8,24 @@
 -- caller has already drawn the message's bytes from its storage lease (budget.lua) and counts it
 -- (engine/ledger.rs): neither the storage limit nor today's count costs a write here.
 -- KEYS[1] meta, KEYS[2] stream, KEYS[3] wake (as in common.lua).
--- ARGV: now_ms, message id, body, then optional field/value pairs: 'ct' content type,
---       'a' attributes JSON, 'g' group id.
+-- ARGV: now_ms, replica id (named in the wake-up: that replica woke its own waiters; wake.rs),
+--       message id, body, then optional field/value pairs: 'ct' content type, 'a' attributes
+--       JSON, 'g' group id.
 -- Returns the stream id (its milliseconds are the published time),
 --      or 'no_queue' | 'paused' | 'too_large'.
 local K_META, K_STREAM, K_WAKE = KEYS[1], KEYS[2], KEYS[3]
 local meta = redis.call('HMGET', K_META, 'paused', 'payload_limit', 'w')
 if not meta[2] then return 'no_queue' end
 if meta[1] == '1' then return 'paused' end
-local body = ARGV[3]
+local body = ARGV[4]
 if #body > tonumber(meta[2]) then return 'too_large' end
 
-local sid = redis.call('XADD', K_STREAM, 'NOMKSTREAM', '*', 'id', ARGV[2], 'b', body, unpack(ARGV, 4))
+local sid = redis.call('XADD', K_STREAM, 'NOMKSTREAM', '*', 'id', ARGV[3], 'b', body, unpack(ARGV, 5))
 if not sid then
   -- The queue's first message: the group before the entry (see common.lua's create_group).
   redis.call('XGROUP', 'CREATE', K_STREAM, 'g', '0', 'MKSTREAM')
-  sid = redis.call('XADD', K_STREAM, '*', 'id', ARGV[2], 'b', body, unpack(ARGV, 4))
+  sid = redis.call('XADD', K_STREAM, '*', 'id', ARGV[3], 'b', body, unpack(ARGV, 5))
 end
 -- Only while a long poll may be waiting (common.lua's mark_waiting): most publishes wake nobody.
-if meta[3] and tonumber(meta[3]) >= tonumber(ARGV[1]) then redis.call('PUBLISH', K_WAKE, 1) end
+if meta[3] and tonumber(meta[3]) >= tonumber(ARGV[1]) then redis.call('PUBLISH', K_WAKE, '1:' .. ARGV[2]) end
 return sid
