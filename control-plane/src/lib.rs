@@ -17,7 +17,7 @@ pub mod auth;
 mod db_error;
 pub mod members;
 mod password;
-mod projection;
+pub mod projection;
 pub mod push;
 mod push_url;
 pub mod queue_settings;

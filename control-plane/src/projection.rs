@@ -11,8 +11,15 @@
 //! enforced with separate round trips, not just command order inside one pipeline: in a Redis
 //! Cluster a pipeline's commands for different shards run in parallel.
 //! - create: the meta hash (and `queues` set) first; then the slug and token records that lead to it.
-//! - delete: the slug and token records first, so no request can reach the queue; then its data
-//!   and meta; the `queues` set entry last, so an interrupted delete is still found by the re-sync.
+//! - delete: the slug and token records first, so no request can reach the queue; then the queue's
+//!   tombstone; then its data and meta; the `queues` set entry last, so an interrupted delete is
+//!   still found by the re-sync.
+//!
+//! Two writes of one queue's meta can still race: replicas answering a PATCH and a pause at once,
+//! or a PATCH and a DELETE, commit in one order and reach Redis in the other. So a meta write is
+//! conditional (`scripts/put_meta.lua`): it carries the row's revision, which every change bumps
+//! in the same UPDATE, and never replaces a later one; and it never writes a queue whose tombstone
+//! (`Keys::deleted_queue`, kept a day) says it was deleted.
 
 use crate::redis_scan::keys_matching;
 use aqs_core::ApiError;
@@ -26,6 +33,13 @@ use std::sync::LazyLock;
 /// Deletes a slug record only while it still names the queue being deleted, so deleting a queue
 /// never removes the slug a newer queue has since taken.
 static DEL_IF_EQUALS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/del_if_equals.lua")));
+
+/// Writes a meta hash unless a later revision is there or the queue was deleted.
+static PUT_META: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/put_meta.lua")));
+
+/// How long a deleted queue's tombstone stops late meta writes: far beyond any request's life. A
+/// write later still would be undone by the next start-up re-sync.
+const TOMBSTONE_SECS: u64 = 86_400;
 
 /// How many records one pipeline carries during a re-sync.
 const CHUNK: usize = 200;
@@ -119,6 +133,8 @@ pub async fn remove_queue(
         }
         pipe.query_async::<()>(conn).await?;
     }
+    // Before the meta goes: a meta write that lands after this finds the tombstone and skips.
+    redis::cmd("SET").arg(keys.deleted_queue(id)).arg(1).arg("EX").arg(TOMBSTONE_SECS).query_async::<()>(conn).await?;
     remove_queue_data(conn, keys, id).await?;
     redis::cmd("SREM").arg(keys.push_queues()).arg(id.to_string()).query_async::<()>(conn).await?;
     redis::cmd("SREM").arg(keys.queues()).arg(id.to_string()).query_async(conn).await
@@ -149,15 +165,26 @@ async fn remove_queue_data(conn: &mut RedisConn, keys: &Keys, id: QueueId) -> Re
     Ok(())
 }
 
-/// Writes meta hashes and `queues` set entries.
+/// Writes meta hashes (`put_meta.lua`) and the `queues` set entries of the queues not deleted.
+/// One script call per queue, each loaded on demand (pipelined calls would not be, on a cluster
+/// node that lacks the script): a re-sync of 10,000 queues makes 10,000 round trips.
 pub(crate) async fn put_metas(conn: &mut RedisConn, keys: &Keys, metas: &[QueueMeta]) -> RedisResult<()> {
     for chunk in metas.chunks(CHUNK) {
-        let mut pipe = redis::pipe();
+        let mut live = Vec::with_capacity(chunk.len());
         for meta in chunk {
-            pipe.hset_multiple(keys.queue(meta.id).meta(), &meta.to_fields()).ignore();
-            pipe.sadd(keys.queues(), meta.id.to_string()).ignore();
+            let mut invocation = PUT_META.key(keys.queue(meta.id).meta());
+            invocation.key(keys.deleted_queue(meta.id)).arg(meta.revision);
+            for (field, value) in meta.to_fields() {
+                invocation.arg(field).arg(value);
+            }
+            let outcome: i64 = invocation.invoke_async(conn).await?;
+            if outcome >= 0 {
+                live.push(meta.id.to_string());
+            }
         }
-        pipe.query_async::<()>(conn).await?;
+        if !live.is_empty() {
+            redis::cmd("SADD").arg(keys.queues()).arg(&live).query_async::<()>(conn).await?;
+        }
     }
     Ok(())
 }

@@ -41,6 +41,9 @@ pub struct Queue {
     pub paused: bool,
     #[serde(serialize_with = "timefmt::rfc3339")]
     pub created_at: DateTime<Utc>,
+    /// Bumped by every change; orders the projection's writes (`QueueMeta::revision`).
+    #[serde(skip)]
+    pub revision: u64,
 }
 
 fn as_display<S: Serializer>(id: &QueueId, s: S) -> Result<S::Ok, S::Error> {
@@ -58,12 +61,12 @@ impl Queue {
             max_attempts: self.max_attempts,
             payload_limit: self.payload_size,
             storage_limit: self.storage_limit,
+            revision: self.revision,
         }
     }
 }
 
-pub(crate) const COLUMNS: &str =
-    "id, name, slug, visibility_timeout_seconds, max_attempts, payload_size, storage_limit, paused, created_at";
+pub(crate) const COLUMNS: &str = "id, name, slug, visibility_timeout_seconds, max_attempts, payload_size, storage_limit, paused, created_at, revision";
 
 #[derive(sqlx::FromRow)]
 pub(crate) struct QueueRow {
@@ -76,6 +79,7 @@ pub(crate) struct QueueRow {
     storage_limit: i64,
     paused: bool,
     created_at: DateTime<Utc>,
+    revision: i64,
 }
 
 impl QueueRow {
@@ -92,6 +96,7 @@ impl QueueRow {
             storage_limit: self.storage_limit as u64,
             paused: self.paused,
             created_at: self.created_at,
+            revision: self.revision as u64,
         }
     }
 }
@@ -216,7 +221,7 @@ pub async fn update(cp: &ControlPlane, member: MemberId, slug: &str, changes: Qu
                            max_attempts = COALESCE($5, max_attempts),
                            payload_size = COALESCE($6, payload_size),
                            storage_limit = COALESCE($7, storage_limit),
-                           updated_at = now()
+                           revision = revision + 1, updated_at = now()
          WHERE member_id = $1 AND slug = $2 AND deleted_at IS NULL
          RETURNING {COLUMNS}"
     ))
@@ -248,7 +253,7 @@ async fn set_paused(cp: &ControlPlane, member: MemberId, slug: &str, paused: boo
         return Err(not_found());
     }
     let row = sqlx::query_as::<_, QueueRow>(&format!(
-        "UPDATE queues SET paused = $3, updated_at = now()
+        "UPDATE queues SET paused = $3, revision = revision + 1, updated_at = now()
          WHERE member_id = $1 AND slug = $2 AND deleted_at IS NULL RETURNING {COLUMNS}"
     ))
     .bind(member.as_uuid())

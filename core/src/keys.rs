@@ -21,6 +21,7 @@
 //! | `NS:{q:ID}:tokens_used` | hash | token id → last use (ms) |
 //! | `NS:{q:ID}:push` | hash | the queue's push target (projection, `PushRecord`) |
 //! | `NS:{q:ID}:push:log` | list | the last 20 push delivery outcomes, newest first (`DeliveryRecord`) |
+//! | `NS:deleted:{q:ID}` | string | a deleted queue's tombstone, for a day: late projection writes skip it |
 //! | `NS:slug:<slug>` | string | slug → queue id (projection) |
 //! | `NS:token:<sha256>` | hash | token → queue and scopes (projection) |
 //! | `NS:queues` | set | ids of every live queue (projection; the sweeper walks it) |
@@ -53,6 +54,12 @@ impl Keys {
         prefix.push_str(id);
         prefix.push('}');
         QueueKeys { prefix }
+    }
+
+    /// A deleted queue's tombstone: in the queue's hash slot (a script reads it with the meta),
+    /// outside its key pattern (deleting the queue's keys leaves it).
+    pub fn deleted_queue(&self, id: QueueId) -> String {
+        format!("{}:deleted:{{q:{id}}}", self.ns)
     }
 
     pub fn slug(&self, slug: &str) -> String {

@@ -30,6 +30,8 @@ pub mod meta_field {
     pub const MAX_ATTEMPTS: &str = "max_attempts";
     pub const PAYLOAD_LIMIT: &str = "payload_limit";
     pub const STORAGE_LIMIT: &str = "storage_limit";
+    /// The queue row's revision in PostgreSQL: a write never replaces a later one.
+    pub const REVISION: &str = "rev";
     /// Written by the data plane's scripts, never by the projection.
     pub const WAITING_UNTIL: &str = "w";
 }
@@ -43,6 +45,8 @@ pub struct QueueMeta {
     pub max_attempts: u32,
     pub payload_limit: u64,
     pub storage_limit: u64,
+    /// Counts the row's changes in PostgreSQL; 0 in a hash written before revisions existed.
+    pub revision: u64,
 }
 
 impl QueueMeta {
@@ -56,6 +60,7 @@ impl QueueMeta {
             (MAX_ATTEMPTS, self.max_attempts.to_string()),
             (PAYLOAD_LIMIT, self.payload_limit.to_string()),
             (STORAGE_LIMIT, self.storage_limit.to_string()),
+            (REVISION, self.revision.to_string()),
         ]
     }
 
@@ -74,6 +79,7 @@ impl QueueMeta {
             max_attempts: num(MAX_ATTEMPTS)? as u32,
             payload_limit: num(PAYLOAD_LIMIT)?,
             storage_limit: num(STORAGE_LIMIT)?,
+            revision: num(REVISION).unwrap_or(0),
         })
     }
 }
@@ -210,6 +216,7 @@ mod tests {
             max_attempts: 5,
             payload_limit: 1 << 20,
             storage_limit: 1 << 30,
+            revision: 7,
         };
         let fields = meta.to_fields().into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
         assert_eq!(QueueMeta::from_fields(meta.id, &fields), Some(meta));

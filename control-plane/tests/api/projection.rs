@@ -1,6 +1,7 @@
 //! The Redis projection after every kind of change, and the start-up re-sync.
 
 use super::support::{TestApp, spawn_app};
+use aqs_control_plane::projection;
 use aqs_core::ids::QueueId;
 use aqs_core::projection::{QueueMeta, TokenRecord};
 use aqs_core::token::{Scope, TokenSecret};
@@ -41,6 +42,7 @@ async fn every_change_is_projected(db: PgPool) {
         max_attempts: 5,
         payload_limit: 1 << 20,
         storage_limit: 1 << 30,
+        revision: 1,
     };
     assert_eq!(meta(&app, id).await, Some(expected.clone()));
     assert_eq!(app.string(&app.keys.slug("jobs")).await, Some(id.to_string()));
@@ -58,15 +60,16 @@ async fn every_change_is_projected(db: PgPool) {
         max_attempts: 9,
         payload_limit: 10 << 20,
         storage_limit: 2 << 30,
+        revision: 2,
         ..expected.clone()
     };
     assert_eq!(meta(&app, id).await, Some(patched.clone()));
 
-    // pause, resume
+    // pause, resume: each change is a new revision
     app.post(&session, "/api/v1/queues/jobs/pause", json!({})).await.expect(200);
-    assert_eq!(meta(&app, id).await, Some(QueueMeta { paused: true, ..patched.clone() }));
+    assert_eq!(meta(&app, id).await, Some(QueueMeta { paused: true, revision: 3, ..patched.clone() }));
     app.post(&session, "/api/v1/queues/jobs/resume", json!({})).await.expect(200);
-    assert_eq!(meta(&app, id).await, Some(patched.clone()));
+    assert_eq!(meta(&app, id).await, Some(QueueMeta { revision: 4, ..patched.clone() }));
 
     // mint, revoke
     let minted = app.post(&session, "/api/v1/queues/jobs/tokens", json!({"name": "w", "scopes": ["send"]})).await;
@@ -107,6 +110,39 @@ async fn deleting_a_queue_keeps_a_slug_a_newer_queue_took(db: PgPool) {
     app.delete(&session, "/api/v1/queues/jobs").await.expect(204);
     assert_eq!(app.string(&app.keys.slug("jobs")).await, Some(newer.to_string()));
     assert_eq!(meta(&app, queue_id(&old)).await, None);
+}
+
+/// Two changes answered by different replicas at once can reach Redis in the opposite order to
+/// their commits: the earlier one, landing last, must not undo the later one.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_late_meta_write_does_not_undo_a_later_change(db: PgPool) {
+    let app = spawn_app(db).await;
+    let session = app.member("ada@example.com").await;
+    let id = queue_id(&app.queue(&session, "jobs").await);
+    let before_pause = meta(&app, id).await.unwrap();
+    app.post(&session, "/api/v1/queues/jobs/pause", json!({})).await.expect(200);
+
+    projection::update_queue(&mut app.redis.clone(), &app.keys, &before_pause).await.unwrap();
+
+    let now = meta(&app, id).await.unwrap();
+    assert!(now.paused, "the late write of revision 1 resumed the queue paused in revision 2");
+    assert_eq!(now.revision, 2);
+}
+
+/// A change that committed before the queue's delete but reaches Redis after it must not bring the
+/// deleted queue's meta back, nor its entry in the set of live queues.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_meta_write_landing_after_the_delete_leaves_nothing_behind(db: PgPool) {
+    let app = spawn_app(db).await;
+    let session = app.member("ada@example.com").await;
+    let id = queue_id(&app.queue(&session, "jobs").await);
+    let before_delete = meta(&app, id).await.unwrap();
+    app.delete(&session, "/api/v1/queues/jobs").await.expect(204);
+
+    projection::update_queue(&mut app.redis.clone(), &app.keys, &before_delete).await.unwrap();
+
+    assert!(!app.exists(&app.keys.queue(id).meta()).await, "the deleted queue's meta came back");
+    assert!(app.live_queue_ids().await.is_empty());
 }
 
 #[sqlx::test(migrations = "../migrations")]

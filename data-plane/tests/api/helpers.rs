@@ -50,6 +50,7 @@ pub fn default_meta(id: QueueId, slug: &str) -> QueueMeta {
         max_attempts: 5,
         payload_limit: 1 << 20,
         storage_limit: 1 << 30,
+        revision: 1,
     }
 }
 
