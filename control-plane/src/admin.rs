@@ -8,7 +8,6 @@
 use crate::auth::AuthOperator;
 use crate::db_error::db_error;
 use crate::members::{self, Member};
-use crate::projection;
 use crate::push;
 use crate::push_url;
 use crate::state::ControlPlane;
@@ -115,12 +114,12 @@ async fn stop_unauthorised(cp: &ControlPlane, member: Uuid) -> ApiResult<Vec<Str
         if covered {
             continue;
         }
-        sqlx::query("DELETE FROM push_targets WHERE queue_id = $1")
-            .bind(queue)
-            .execute(cp.db())
-            .await
-            .map_err(db_error)?;
-        projection::remove_push(&mut cp.redis(), cp.keys(), QueueId(queue)).await.map_err(projection::failed)?;
+        // Stopped or deleted meanwhile: nothing left to stop.
+        match push::remove_target(cp, QueueId(queue)).await {
+            Ok(true) => {}
+            Ok(false) | Err(ApiError::NotFound(_)) => continue,
+            Err(err) => return Err(err),
+        }
         tracing::info!(queue = %QueueId(queue), %slug, "push stopped: its callback URL is no longer authorised");
         stopped.push(slug);
     }

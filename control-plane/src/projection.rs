@@ -19,7 +19,9 @@
 //! or a PATCH and a DELETE, commit in one order and reach Redis in the other. So a meta write is
 //! conditional (`scripts/put_meta.lua`): it carries the row's revision, which every change bumps
 //! in the same UPDATE, and never replaces a later one; and it never writes a queue whose tombstone
-//! (`Keys::deleted_queue`, kept a day) says it was deleted.
+//! (`Keys::deleted_queue`, kept a day) says it was deleted. Push changes (set, rotate, stop) bump
+//! the same revision, and their writes (`put_push.lua`, `remove_push.lua`) keep the revision of the
+//! last one in the meta hash's `push_rev`, which a stop's DEL of the record leaves in place.
 
 use crate::redis_scan::keys_matching;
 use aqs_core::ApiError;
@@ -36,6 +38,12 @@ static DEL_IF_EQUALS: LazyLock<Script> = LazyLock::new(|| Script::new(include_st
 
 /// Writes a meta hash unless a later revision is there or the queue was deleted.
 static PUT_META: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/put_meta.lua")));
+
+/// Writes a push record unless a later push change is there or the queue was deleted.
+static PUT_PUSH: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/put_push.lua")));
+
+/// Deletes a push record unless a later push change is there.
+static REMOVE_PUSH: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/remove_push.lua")));
 
 /// How long a deleted queue's tombstone stops late meta writes: far beyond any request's life. A
 /// write later still would be undone by the next start-up re-sync.
@@ -83,37 +91,59 @@ pub async fn remove_token(conn: &mut RedisConn, keys: &Keys, hash: &str) -> Redi
     redis::cmd("DEL").arg(keys.token(hash)).query_async(conn).await
 }
 
-/// A push target set or changed: the record first (rewritten in place, every field), then the set
-/// entry that makes dispatchers pick it up.
-pub async fn put_push(conn: &mut RedisConn, keys: &Keys, id: QueueId, record: &PushRecord) -> RedisResult<()> {
-    put_pushes(conn, keys, &[(id, record.clone())]).await
+/// A push target as projected, with the queue revision its change was committed at.
+#[derive(Clone, Debug)]
+pub struct ProjectedPush {
+    pub id: QueueId,
+    pub record: PushRecord,
+    pub revision: u64,
 }
 
-pub(crate) async fn put_pushes(
-    conn: &mut RedisConn,
-    keys: &Keys,
-    records: &[(QueueId, PushRecord)],
-) -> RedisResult<()> {
-    for chunk in records.chunks(CHUNK) {
-        let mut pipe = redis::pipe();
-        for (id, record) in chunk {
-            pipe.hset_multiple(keys.queue(*id).push(), &record.to_fields()).ignore();
+/// A push target set or changed: the record first (rewritten in place, every field; see
+/// `put_push.lua`), then the set entry that makes dispatchers pick it up.
+pub async fn put_push(conn: &mut RedisConn, keys: &Keys, push: &ProjectedPush) -> RedisResult<()> {
+    put_pushes(conn, keys, std::slice::from_ref(push)).await
+}
+
+/// One script call per record (see `put_metas`); `NS:push` entries only for the records written.
+pub(crate) async fn put_pushes(conn: &mut RedisConn, keys: &Keys, pushes: &[ProjectedPush]) -> RedisResult<()> {
+    for chunk in pushes.chunks(CHUNK) {
+        let mut written = Vec::with_capacity(chunk.len());
+        for push in chunk {
+            let q = keys.queue(push.id);
+            let mut invocation = PUT_PUSH.key(q.push());
+            invocation.key(q.meta()).key(keys.deleted_queue(push.id)).arg(push.revision);
+            for (field, value) in push.record.to_fields() {
+                invocation.arg(field).arg(value);
+            }
+            if invocation.invoke_async::<i64>(conn).await? == 1 {
+                written.push(push.id.to_string());
+            }
         }
-        pipe.query_async::<()>(conn).await?;
-        let mut pipe = redis::pipe();
-        for (id, _) in chunk {
-            pipe.sadd(keys.push_queues(), id.to_string()).ignore();
+        if !written.is_empty() {
+            redis::cmd("SADD").arg(keys.push_queues()).arg(&written).query_async::<()>(conn).await?;
         }
-        pipe.query_async::<()>(conn).await?;
     }
     Ok(())
 }
 
-/// Push stopped: the record goes first (consume is allowed again and dispatchers stop when they
-/// next look), then the set entry. The delivery log stays for the console.
-pub async fn remove_push(conn: &mut RedisConn, keys: &Keys, id: QueueId) -> RedisResult<()> {
-    redis::cmd("DEL").arg(keys.queue(id).push()).query_async::<()>(conn).await?;
-    redis::cmd("SREM").arg(keys.push_queues()).arg(id.to_string()).query_async(conn).await
+/// Push stopped (`revision`: the queue revision of the stop; `None` for a deleted or unknown
+/// queue): the record goes first (consume is allowed again and dispatchers stop when they next
+/// look), then the set entry. The delivery log stays for the console.
+pub async fn remove_push(conn: &mut RedisConn, keys: &Keys, id: QueueId, revision: Option<u64>) -> RedisResult<()> {
+    let q = keys.queue(id);
+    let revision = revision.map(|r| r.to_string()).unwrap_or_default();
+    let removed: i64 = REMOVE_PUSH.key(q.push()).key(q.meta()).arg(revision).invoke_async(conn).await?;
+    if removed == 0 {
+        return Ok(());
+    }
+    redis::cmd("SREM").arg(keys.push_queues()).arg(id.to_string()).query_async::<()>(conn).await?;
+    // The set and the record live on different cluster slots: a later set whose record landed
+    // before this SREM must keep its entry.
+    if redis::cmd("EXISTS").arg(q.push()).query_async::<bool>(conn).await? {
+        redis::cmd("SADD").arg(keys.push_queues()).arg(id.to_string()).query_async::<()>(conn).await?;
+    }
+    Ok(())
 }
 
 /// A deleted queue: unreachable first (slug, tokens), then every key of it, then the set entry.

@@ -12,7 +12,7 @@
 
 use crate::db_error::db_error;
 use crate::members::MemberId;
-use crate::projection;
+use crate::projection::{self, ProjectedPush};
 use crate::push_url;
 use crate::queues;
 use crate::state::ControlPlane;
@@ -25,6 +25,7 @@ use aqs_core::time::{now_ms, rfc3339};
 use aqs_core::{ApiError, ApiResult};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 /// `PUT /api/v1/queues/{slug}/push`: the whole target (what is omitted takes its default).
@@ -239,13 +240,7 @@ pub async fn set(cp: &ControlPlane, member: MemberId, slug: &str, input: PushInp
         refuse_if_pulled(cp, queue.id).await?;
     }
     let mut tx = cp.db().begin().await.map_err(db_error)?;
-    // FOR SHARE holds off a concurrent delete of the queue until this target is committed.
-    sqlx::query("SELECT 1 FROM queues WHERE id = $1 AND deleted_at IS NULL FOR SHARE")
-        .bind(queue.id.0)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_error)?
-        .ok_or_else(queues::not_found)?;
+    let revision = bump_revision(&mut tx, queue.id).await?;
     let secret = limits::generate_secret();
     // xmax = 0 only on a freshly inserted row: that is when the new secret was kept.
     let (row, inserted): (PushRow, bool) = {
@@ -279,7 +274,7 @@ pub async fn set(cp: &ControlPlane, member: MemberId, slug: &str, input: PushInp
     };
     tx.commit().await.map_err(db_error)?;
     tracing::info!(queue = %queue.id, mode = checked.mode.as_str(), created = inserted, "push target set");
-    project(cp, &row, &queue.slug).await?;
+    project(cp, &row, &queue.slug, revision).await?;
     Ok(PushSet { push: row.target(), signing_secret: inserted.then(|| Secret::new(secret)), created: inserted })
 }
 
@@ -313,17 +308,29 @@ pub async fn get(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<P
 /// Stops push: the target and its secrets are forgotten; the delivery log stays.
 pub async fn stop(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<()> {
     let queue = queues::get(cp, member, slug).await?;
+    if !remove_target(cp, queue.id).await? {
+        return Err(not_set());
+    }
+    tracing::info!(queue = %queue.id, "push stopped");
+    Ok(())
+}
+
+/// Deletes the queue's push target and its projection; false when it had none.
+pub(crate) async fn remove_target(cp: &ControlPlane, queue: QueueId) -> ApiResult<bool> {
+    let mut tx = cp.db().begin().await.map_err(db_error)?;
+    let revision = bump_revision(&mut tx, queue).await?;
     let deleted = sqlx::query("DELETE FROM push_targets WHERE queue_id = $1")
-        .bind(queue.id.0)
-        .execute(cp.db())
+        .bind(queue.0)
+        .execute(&mut *tx)
         .await
         .map_err(db_error)?
         .rows_affected();
     if deleted == 0 {
-        return Err(not_set());
+        return Ok(false);
     }
-    tracing::info!(queue = %queue.id, "push stopped");
-    projection::remove_push(&mut cp.redis(), cp.keys(), queue.id).await.map_err(projection::failed)
+    tx.commit().await.map_err(db_error)?;
+    projection::remove_push(&mut cp.redis(), cp.keys(), queue, Some(revision)).await.map_err(projection::failed)?;
+    Ok(true)
 }
 
 /// A new signing secret, shown once; the replaced one keeps signing for 24 h (only the latest
@@ -331,6 +338,8 @@ pub async fn stop(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<
 pub async fn rotate_secret(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<PushSet> {
     let queue = queues::get(cp, member, slug).await?;
     let secret = limits::generate_secret();
+    let mut tx = cp.db().begin().await.map_err(db_error)?;
+    let revision = bump_revision(&mut tx, queue.id).await?;
     let row = sqlx::query_as::<_, PushRow>(&format!(
         "UPDATE push_targets SET previous_secret = secret, previous_until = now() + make_interval(secs => $3),
                                  secret = $2, updated_at = now()
@@ -339,12 +348,13 @@ pub async fn rotate_secret(cp: &ControlPlane, member: MemberId, slug: &str) -> A
     .bind(queue.id.0)
     .bind(&secret)
     .bind((limits::SECRET_OVERLAP_MS / 1000) as f64)
-    .fetch_optional(cp.db())
+    .fetch_optional(&mut *tx)
     .await
     .map_err(db_error)?
     .ok_or_else(not_set)?;
+    tx.commit().await.map_err(db_error)?;
     tracing::info!(queue = %queue.id, "push signing secret rotated");
-    project(cp, &row, &queue.slug).await?;
+    project(cp, &row, &queue.slug, revision).await?;
     Ok(PushSet { push: row.target(), signing_secret: Some(Secret::new(secret)), created: false })
 }
 
@@ -382,10 +392,24 @@ async fn find(cp: &ControlPlane, queue: QueueId) -> ApiResult<Option<PushRow>> {
         .map_err(db_error)
 }
 
-async fn project(cp: &ControlPlane, row: &PushRow, slug: &str) -> ApiResult<()> {
-    projection::put_push(&mut cp.redis(), cp.keys(), QueueId(row.queue_id), &row.record(slug))
-        .await
-        .map_err(projection::failed)
+/// Every push change bumps the queue's revision in its transaction: the projection writes of two
+/// racing changes land in commit order (`projection`). The row lock also holds off a concurrent
+/// delete of the queue until the change is committed.
+async fn bump_revision(tx: &mut PgConnection, queue: QueueId) -> ApiResult<u64> {
+    let revision: i64 = sqlx::query_scalar(
+        "UPDATE queues SET revision = revision + 1 WHERE id = $1 AND deleted_at IS NULL RETURNING revision",
+    )
+    .bind(queue.0)
+    .fetch_optional(tx)
+    .await
+    .map_err(db_error)?
+    .ok_or_else(queues::not_found)?;
+    Ok(revision as u64)
+}
+
+async fn project(cp: &ControlPlane, row: &PushRow, slug: &str, revision: u64) -> ApiResult<()> {
+    let push = ProjectedPush { id: QueueId(row.queue_id), record: row.record(slug), revision };
+    projection::put_push(&mut cp.redis(), cp.keys(), &push).await.map_err(projection::failed)
 }
 
 fn not_set() -> ApiError {

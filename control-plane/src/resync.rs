@@ -8,18 +8,18 @@
 //! comparing with the snapshot loaded at the start: a queue deleted mid-way is still removed, and
 //! a queue created mid-way is never taken for stale.
 
-use crate::projection::{self, ProjectedToken};
+use crate::projection::{self, ProjectedPush, ProjectedToken};
 use crate::push::{self, PushRow};
 use crate::queues::{COLUMNS, QueueRow};
 use crate::redis_scan::keys_matching;
 use crate::state::ControlPlane;
 use anyhow::Context;
 use aqs_core::ids::QueueId;
-use aqs_core::projection::{PushRecord, QueueMeta, TokenRecord};
+use aqs_core::projection::{QueueMeta, TokenRecord};
 use aqs_core::token::Scope;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
 
 /// How far back the final pass looks for settings changed while the re-sync ran: well beyond
@@ -100,18 +100,28 @@ impl ControlPlane {
         ids.sort_by_key(|id| id.0);
         ids.dedup();
         let uuids: Vec<Uuid> = ids.iter().map(|id| id.0).collect();
-        let live: HashSet<Uuid> = sqlx::query_scalar(
-            "SELECT p.queue_id FROM push_targets p JOIN queues q ON q.id = p.queue_id
-             WHERE p.queue_id = ANY($1) AND q.deleted_at IS NULL",
+        // Per live queue: its revision, and whether it has a push target.
+        let live: HashMap<Uuid, (i64, bool)> = sqlx::query_as::<_, (Uuid, i64, bool)>(
+            "SELECT q.id, q.revision, p.queue_id IS NOT NULL FROM queues q
+             LEFT JOIN push_targets p ON p.queue_id = q.id
+             WHERE q.id = ANY($1) AND q.deleted_at IS NULL",
         )
         .bind(&uuids)
         .fetch_all(self.db())
         .await?
         .into_iter()
+        .map(|(id, revision, pushed)| (id, (revision, pushed)))
         .collect();
         let mut removed = 0;
-        for id in ids.into_iter().filter(|id| !live.contains(&id.0)) {
-            projection::remove_push(&mut self.redis(), self.keys(), id).await?;
+        for id in ids {
+            // A live queue's stop is conditional on its revision: a push set after this read wins.
+            // A deleted or unknown queue's record goes whatever it holds.
+            let revision = match live.get(&id.0) {
+                Some((_, true)) => continue,
+                Some((revision, false)) => Some(*revision as u64),
+                None => None,
+            };
+            projection::remove_push(&mut self.redis(), self.keys(), id, revision).await?;
             removed += 1;
         }
         Ok(removed)
@@ -176,24 +186,29 @@ async fn live_metas(db: &PgPool, since: Option<DateTime<Utc>>) -> anyhow::Result
 }
 
 /// Push targets of live queues, all of them or those changed since `since`.
-async fn live_pushes(db: &PgPool, since: Option<DateTime<Utc>>) -> anyhow::Result<Vec<(QueueId, PushRecord)>> {
-    let rows: Vec<(String, PushRow)> = sqlx::query_as::<_, SlugAndPush>(&format!(
-        "SELECT q.slug, {} FROM push_targets p JOIN queues q ON q.id = p.queue_id
+async fn live_pushes(db: &PgPool, since: Option<DateTime<Utc>>) -> anyhow::Result<Vec<ProjectedPush>> {
+    let rows = sqlx::query_as::<_, QueueAndPush>(&format!(
+        "SELECT q.slug, q.revision, {} FROM push_targets p JOIN queues q ON q.id = p.queue_id
          WHERE q.deleted_at IS NULL AND ($1::timestamptz IS NULL OR p.updated_at >= $1)",
         push::COLUMNS.split(", ").map(|c| format!("p.{}", c.trim())).collect::<Vec<_>>().join(", ")
     ))
     .bind(since)
     .fetch_all(db)
-    .await?
-    .into_iter()
-    .map(|r| (r.slug, r.push))
-    .collect();
-    Ok(rows.into_iter().map(|(slug, row)| (QueueId(row.queue_id), row.record(&slug))).collect())
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| ProjectedPush {
+            id: QueueId(r.push.queue_id),
+            record: r.push.record(&r.slug),
+            revision: r.revision as u64,
+        })
+        .collect())
 }
 
 #[derive(sqlx::FromRow)]
-struct SlugAndPush {
+struct QueueAndPush {
     slug: String,
+    revision: i64,
     #[sqlx(flatten)]
     push: PushRow,
 }

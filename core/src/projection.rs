@@ -32,6 +32,8 @@ pub mod meta_field {
     pub const STORAGE_LIMIT: &str = "storage_limit";
     /// The queue row's revision in PostgreSQL: a write never replaces a later one.
     pub const REVISION: &str = "rev";
+    /// The queue revision of the last push change written (the control plane's `put_push.lua`).
+    pub const PUSH_REVISION: &str = "push_rev";
     /// Written by the data plane's scripts, never by the projection.
     pub const WAITING_UNTIL: &str = "w";
 }

@@ -4,6 +4,7 @@
 
 use super::push_admin::{app_with_operator, authorise};
 use super::support::{TestApp, spawn_app_with};
+use aqs_control_plane::projection::{self, ProjectedPush};
 use aqs_core::ids::QueueId;
 use aqs_core::projection::{PushMode, PushRecord};
 use aqs_core::time::now_ms;
@@ -255,4 +256,62 @@ async fn resync_restores_push_records_and_removes_stale_ones_and_deleting_a_queu
     app.delete(&ada, "/api/v1/queues/jobs").await.expect(204);
     assert!(pushed_ids(&app).await.is_empty());
     assert_eq!(record(&app, jobs).await, None);
+}
+
+/// The queue revision the last push change written to Redis carried.
+async fn push_revision(app: &TestApp, id: QueueId) -> u64 {
+    app.hash(&app.keys.queue(id).meta()).await["push_rev"].parse().unwrap()
+}
+
+/// What a replica that answered the first change would write late, after the later changes.
+async fn late_write(app: &TestApp, id: QueueId) -> ProjectedPush {
+    ProjectedPush { id, record: record(app, id).await.unwrap(), revision: push_revision(app, id).await }
+}
+
+/// Push changes answered by different replicas at once can reach Redis in the opposite order to
+/// their commits: a set or rotation landing last must not undo a later stop, rotation or delete.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_late_push_write_does_not_undo_a_later_change(db: PgPool) {
+    let (app, operator) = app_with_operator(db).await;
+    let ada = app.member("ada@example.com").await;
+    authorise(&app, &operator, &ada, "http://127.0.0.1:9/").await;
+    let id = queue_id(&app.queue(&ada, "jobs").await);
+    let mut conn = app.redis.clone();
+
+    put(&app, &ada, "jobs", json!({"handler_url": "http://127.0.0.1:9/x"})).await.expect(201);
+    let set = late_write(&app, id).await;
+    app.delete(&ada, "/api/v1/queues/jobs/push").await.expect(204);
+    projection::put_push(&mut conn, &app.keys, &set).await.unwrap();
+    assert_eq!(record(&app, id).await, None, "a late set turned push back on after the stop");
+    assert!(pushed_ids(&app).await.is_empty());
+
+    put(&app, &ada, "jobs", json!({"handler_url": "http://127.0.0.1:9/x"})).await.expect(201);
+    let first_secret = late_write(&app, id).await;
+    let rotated = app.post(&ada, "/api/v1/queues/jobs/push/rotate-secret", json!({})).await.expect(200);
+    projection::put_push(&mut conn, &app.keys, &first_secret).await.unwrap();
+    assert_eq!(record(&app, id).await.unwrap().secret.expose(), rotated["signing_secret"].as_str().unwrap());
+
+    let current = late_write(&app, id).await;
+    app.delete(&ada, "/api/v1/queues/jobs").await.expect(204);
+    projection::put_push(&mut conn, &app.keys, &current).await.unwrap();
+    assert_eq!(record(&app, id).await, None, "a late set brought push back on a deleted queue");
+    assert!(pushed_ids(&app).await.is_empty());
+}
+
+/// A stop that committed before a new set but reaches Redis after it must not stop the new push.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_late_stop_does_not_undo_a_later_set(db: PgPool) {
+    let (app, operator) = app_with_operator(db).await;
+    let ada = app.member("ada@example.com").await;
+    authorise(&app, &operator, &ada, "http://127.0.0.1:9/").await;
+    let id = queue_id(&app.queue(&ada, "jobs").await);
+    put(&app, &ada, "jobs", json!({"handler_url": "http://127.0.0.1:9/x"})).await.expect(201);
+    app.delete(&ada, "/api/v1/queues/jobs/push").await.expect(204);
+    let stop = push_revision(&app, id).await;
+    put(&app, &ada, "jobs", json!({"handler_url": "http://127.0.0.1:9/y"})).await.expect(201);
+
+    projection::remove_push(&mut app.redis.clone(), &app.keys, id, Some(stop)).await.unwrap();
+
+    assert_eq!(record(&app, id).await.expect("the later set's record").handler_url, "http://127.0.0.1:9/y");
+    assert_eq!(pushed_ids(&app).await, vec![id.to_string()]);
 }
