@@ -3,13 +3,14 @@
 //!
 //! Start-up refuses a Redis that could lose acknowledged messages: it must run with
 //! `maxmemory-policy noeviction` (eviction would silently drop messages) and with AOF on (without
-//! it a restart forgets everything since the last snapshot).
+//! it a restart forgets everything since the last snapshot). It waits for a Redis that is still
+//! loading its dataset (replaying a large AOF after a restart), which refuses commands until done.
 
 use anyhow::{Context, bail};
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, Pipeline, RedisFuture, Value};
-use std::time::Duration;
+use redis::{Cmd, ErrorKind, Pipeline, RedisFuture, ServerErrorKind, Value};
+use std::time::{Duration, Instant};
 
 #[derive(Clone)]
 pub enum RedisConn {
@@ -60,7 +61,7 @@ pub async fn connect(urls: &[String]) -> anyhow::Result<RedisConn> {
                 .set_number_of_retries(1)
                 .set_max_delay(Duration::from_millis(500));
             let conn = ConnectionManager::new_with_config(client, config).await.context("cannot connect to Redis")?;
-            Ok(RedisConn::Single(conn))
+            until_loaded(RedisConn::Single(conn)).await
         }
         seeds => {
             let client = redis::cluster::ClusterClient::builder(seeds.to_vec())
@@ -69,7 +70,30 @@ pub async fn connect(urls: &[String]) -> anyhow::Result<RedisConn> {
                 .build()
                 .context("AQS_REDIS_URL does not name a valid Redis Cluster")?;
             let conn = client.get_async_connection().await.context("cannot connect to the Redis Cluster")?;
-            Ok(RedisConn::Cluster(conn))
+            until_loaded(RedisConn::Cluster(conn)).await
+        }
+    }
+}
+
+/// Returns `conn` once Redis answers PING, waiting as long as it answers LOADING: loading a large
+/// dataset can take minutes, and a process that gave up would only be restarted to wait again.
+async fn until_loaded(mut conn: RedisConn) -> anyhow::Result<RedisConn> {
+    let started = Instant::now();
+    let mut last_said: Option<Instant> = None;
+    loop {
+        match redis::cmd("PING").query_async::<String>(&mut conn).await {
+            Ok(_) => return Ok(conn),
+            Err(err) if err.kind() == ErrorKind::Server(ServerErrorKind::BusyLoading) => {
+                if last_said.is_none_or(|at| at.elapsed() >= Duration::from_secs(10)) {
+                    tracing::warn!(
+                        waited_s = started.elapsed().as_secs(),
+                        "Redis is loading its dataset; waiting for it"
+                    );
+                    last_said = Some(Instant::now());
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(err) => return Err(err).context("Redis does not answer PING"),
         }
     }
 }

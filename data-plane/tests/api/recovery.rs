@@ -29,9 +29,15 @@ struct PrivateRedis {
 
 impl PrivateRedis {
     fn start(port: u16, dir: &std::path::Path) -> Option<Self> {
+        Self::start_with(port, dir, &[])
+    }
+
+    /// `extra`: further `--name value` settings.
+    fn start_with(port: u16, dir: &std::path::Path, extra: &[&str]) -> Option<Self> {
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes"])
             .args(["--appendfsync", "always", "--dir", dir.to_str().unwrap()])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -134,6 +140,63 @@ async fn the_service_recovers_when_redis_restarts() {
     let (woken, body) = waiter.await.unwrap();
     assert_eq!(body["messages"].as_array().unwrap().len(), 1);
     assert!(woken.duration_since(published) < Duration::from_millis(100));
+    drop(redis);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A process that starts while Redis is still loading its dataset (replaying a large AOF after a
+/// restart) waits for it, instead of failing on its first command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_service_waits_for_a_redis_still_loading_its_dataset() {
+    const KEYS: usize = 2000;
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dir = std::env::temp_dir().join(format!("aqs-dp-redis-{port}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let Some(mut redis) = PrivateRedis::start(port, &dir) else {
+        eprintln!("redis-server not found; skipping the loading test");
+        return;
+    };
+    redis.wait_ready().await;
+    let mut conn = redis::Client::open(redis.url()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let mut pipe = redis::pipe();
+    for i in 0..KEYS {
+        pipe.set(format!("k{i}"), i).ignore();
+    }
+    let _: () = pipe.query_async(&mut conn).await.unwrap();
+    // A rewrite puts the keys in an RDB base file, whose loading `key-load-delay` slows down.
+    let _: () = redis::cmd("BGREWRITEAOF").query_async(&mut conn).await.unwrap();
+    let start = Instant::now();
+    loop {
+        let info: String = redis::cmd("INFO").arg("persistence").query_async(&mut conn).await.unwrap();
+        // The base file is in place once its size is known.
+        if info.contains("aof_rewrite_in_progress:0") && !info.contains("aof_base_size:0\r") {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "the AOF rewrite did not finish");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    redis.kill();
+
+    // 1 ms per key: about 2 s of loading, answering clients (LOADING) every kilobyte read.
+    let slow = ["--key-load-delay", "1000", "--loading-process-events-interval-bytes", "1024"];
+    let redis = PrivateRedis::start_with(port, &dir, &slow).unwrap();
+    let start = Instant::now();
+    let mut raw = loop {
+        if let Ok(conn) = redis::Client::open(redis.url()).unwrap().get_multiplexed_async_connection().await {
+            break conn;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "private redis-server did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let loading = redis::cmd("PING").query_async::<String>(&mut raw).await.unwrap_err();
+    let busy_loading = redis::ErrorKind::Server(redis::ServerErrorKind::BusyLoading);
+    assert_eq!(loading.kind(), busy_loading, "Redis was not loading ({loading}): the test proves nothing");
+
+    let conn = redis_conn::connect(&[redis.url()]).await.expect("connect waits for the dataset");
+    let config = Config::for_tests("", &redis.url(), "tloading");
+    DataPlane::new(&config, conn.clone()).await.expect("the data plane starts once Redis has loaded");
+    let size: usize = redis::cmd("DBSIZE").query_async(&mut conn.clone()).await.unwrap();
+    assert_eq!(size, KEYS);
     drop(redis);
     std::fs::remove_dir_all(&dir).ok();
 }
