@@ -21,7 +21,9 @@
 //! in the same UPDATE, and never replaces a later one; and it never writes a queue whose tombstone
 //! (`Keys::deleted_queue`, kept a day) says it was deleted. Push changes (set, rotate, stop) bump
 //! the same revision, and their writes (`put_push.lua`, `remove_push.lua`) keep the revision of the
-//! last one in the meta hash's `push_rev`, which a stop's DEL of the record leaves in place.
+//! last one in the meta hash's `push_rev`, which a stop's DEL of the record leaves in place. A
+//! revoked token's record becomes a tombstone for a day (`revoke_token.lua`), which the late write
+//! of its mint skips (`put_token.lua`).
 
 use crate::redis_scan::keys_matching;
 use aqs_core::ApiError;
@@ -45,8 +47,14 @@ static PUT_PUSH: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("s
 /// Deletes a push record unless a later push change is there.
 static REMOVE_PUSH: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/remove_push.lua")));
 
-/// How long a deleted queue's tombstone stops late meta writes: far beyond any request's life. A
-/// write later still would be undone by the next start-up re-sync.
+/// Writes a token record unless the token was revoked.
+static PUT_TOKEN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/put_token.lua")));
+
+/// Turns a token record into a revoked token's tombstone.
+static REVOKE_TOKEN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/revoke_token.lua")));
+
+/// How long a deleted queue's or a revoked token's tombstone stops late writes: far beyond any
+/// request's life. A write later still would be undone by the next start-up re-sync.
 const TOMBSTONE_SECS: u64 = 86_400;
 
 /// How many records one pipeline carries during a re-sync.
@@ -87,8 +95,10 @@ pub async fn put_token(conn: &mut RedisConn, keys: &Keys, token: &ProjectedToken
     put_entries(conn, keys, &[], std::slice::from_ref(token)).await
 }
 
+/// A revoked token: its record becomes a tombstone for a day (`revoke_token.lua`), so that the
+/// late write of a mint cannot bring it back.
 pub async fn remove_token(conn: &mut RedisConn, keys: &Keys, hash: &str) -> RedisResult<()> {
-    redis::cmd("DEL").arg(keys.token(hash)).query_async(conn).await
+    REVOKE_TOKEN.key(keys.token(hash)).arg(TOMBSTONE_SECS).invoke_async::<i64>(conn).await.map(drop)
 }
 
 /// A push target as projected, with the queue revision its change was committed at.
@@ -155,13 +165,8 @@ pub async fn remove_queue(
     token_hashes: &[String],
 ) -> RedisResult<()> {
     let _removed: i64 = DEL_IF_EQUALS.key(keys.slug(slug)).arg(id.to_string()).invoke_async(conn).await?;
-    if !token_hashes.is_empty() {
-        let mut pipe = redis::pipe();
-        for hash in token_hashes {
-            // One key per DEL: token records live on different cluster slots.
-            pipe.del(keys.token(hash)).ignore();
-        }
-        pipe.query_async::<()>(conn).await?;
+    for hash in token_hashes {
+        remove_token(conn, keys, hash).await?;
     }
     // Before the meta goes: a meta write that lands after this finds the tombstone and skips.
     redis::cmd("SET").arg(keys.deleted_queue(id)).arg(1).arg("EX").arg(TOMBSTONE_SECS).query_async::<()>(conn).await?;
@@ -233,13 +238,13 @@ pub(crate) async fn put_entries(
         }
         pipe.query_async::<()>(conn).await?;
     }
-    for chunk in tokens.chunks(CHUNK) {
-        let mut pipe = redis::pipe();
-        for token in chunk {
-            // HSET of every field overwrites a previous version in place: the field set is fixed.
-            pipe.hset_multiple(keys.token(&token.hash), &token.record.to_fields()).ignore();
+    for token in tokens {
+        // HSET of every field overwrites a previous version in place: the field set is fixed.
+        let mut invocation = PUT_TOKEN.key(keys.token(&token.hash));
+        for (field, value) in token.record.to_fields() {
+            invocation.arg(field).arg(value);
         }
-        pipe.query_async::<()>(conn).await?;
+        invocation.invoke_async::<i64>(conn).await?;
     }
     Ok(())
 }

@@ -81,9 +81,11 @@ impl ControlPlane {
         .await?
         .into_iter()
         .collect();
-        let stale: Vec<String> =
-            hashes.into_iter().filter(|h| !live.contains(h)).map(|h| self.keys().token(&h)).collect();
-        delete_each(&mut self.redis(), &stale).await?;
+        // Revoked, not deleted: the tombstone keeps a mint's late write out (revoked ones stay).
+        let stale: Vec<String> = hashes.into_iter().filter(|h| !live.contains(h)).collect();
+        for hash in &stale {
+            projection::remove_token(&mut self.redis(), self.keys(), hash).await?;
+        }
         Ok(stale.len())
     }
 

@@ -23,7 +23,7 @@
 //! | `NS:{q:ID}:push:log` | list | the last 20 push delivery outcomes, newest first (`DeliveryRecord`) |
 //! | `NS:deleted:{q:ID}` | string | a deleted queue's tombstone, for a day: late projection writes skip it |
 //! | `NS:slug:<slug>` | string | slug → queue id (projection) |
-//! | `NS:token:<sha256>` | hash | token → queue and scopes (projection) |
+//! | `NS:token:<sha256>` | hash | token → queue and scopes (projection); `revoked` for a day after revocation |
 //! | `NS:queues` | set | ids of every live queue (projection; the sweeper walks it) |
 //! | `NS:push` | set | ids of the queues with a push target (projection; dispatchers walk it) |
 

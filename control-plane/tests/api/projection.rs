@@ -112,6 +112,25 @@ async fn deleting_a_queue_keeps_a_slug_a_newer_queue_took(db: PgPool) {
     assert_eq!(meta(&app, queue_id(&old)).await, None);
 }
 
+/// A mint's projection write that lands after the token's revocation (the revoker found the new
+/// token in the listing while the mint's request was still writing Redis) must not make the
+/// revoked token valid again.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_late_token_write_does_not_undo_its_revocation(db: PgPool) {
+    let app = spawn_app(db).await;
+    let session = app.member("ada@example.com").await;
+    app.queue(&session, "jobs").await;
+    let minted = app.post(&session, "/api/v1/queues/jobs/tokens", json!({"name": "w", "scopes": ["send"]})).await;
+    let minted = minted.expect(201)["token"].clone();
+    let hash = TokenSecret::parse(secret(&minted)).unwrap().hash();
+    let late = projection::ProjectedToken { hash, record: token_record(&app, secret(&minted)).await.unwrap() };
+    app.delete(&session, &format!("/api/v1/queues/jobs/tokens/{}", minted["id"].as_str().unwrap())).await.expect(204);
+
+    projection::put_token(&mut app.redis.clone(), &app.keys, &late).await.unwrap();
+
+    assert_eq!(token_record(&app, secret(&minted)).await, None, "the revoked token is valid again");
+}
+
 /// Two changes answered by different replicas at once can reach Redis in the opposite order to
 /// their commits: the earlier one, landing last, must not undo the later one.
 #[sqlx::test(migrations = "../migrations")]
@@ -192,7 +211,11 @@ async fn resync_rebuilds_an_emptied_namespace_and_removes_stale_records(db: PgPo
         assert_eq!(record.token_id.to_string(), token["id"].as_str().unwrap());
     }
     assert_eq!(token_record(&app, secret(&minted)).await.unwrap().scopes, vec![Scope::Consume]);
-    assert!(!app.exists(&app.keys.token(&stale_token.hash())).await, "stale token removed");
+    assert_eq!(
+        TokenRecord::from_fields(&app.hash(&app.keys.token(&stale_token.hash())).await),
+        None,
+        "stale token removed"
+    );
     assert_eq!(token_record(&app, secret(&revoked)).await, None, "revoked token removed");
     assert_eq!(app.string(&app.keys.slug("stale-slug")).await, None);
     assert_eq!(app.string(&app.keys.slug("gone")).await, None);
