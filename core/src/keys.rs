@@ -212,5 +212,11 @@ mod tests {
             assert!(key.starts_with(&format!("aqs:{tag}:")), "{key}");
         }
         assert_eq!(queue_of_wake_channel(&keys.wake()), Some(id));
+        // Read with the meta in one script: the same tag (slot), outside the queue's key pattern.
+        let tombstone = Keys::new("aqs").deleted_queue(id);
+        assert!(
+            tombstone.contains(&tag) && !tombstone.starts_with(keys.pattern().trim_end_matches('*')),
+            "{tombstone}"
+        );
     }
 }
