@@ -66,7 +66,8 @@ impl Queue {
     }
 }
 
-pub(crate) const COLUMNS: &str = "id, name, slug, visibility_timeout_seconds, max_attempts, payload_size, storage_limit, paused, created_at, revision";
+pub(crate) const COLUMNS: &str = "id, name, slug, visibility_timeout_seconds, max_attempts, payload_size, \
+     storage_limit, paused, created_at, revision";
 
 #[derive(sqlx::FromRow)]
 pub(crate) struct QueueRow {

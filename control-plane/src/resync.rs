@@ -81,7 +81,7 @@ impl ControlPlane {
         .await?
         .into_iter()
         .collect();
-        // Revoked, not deleted: the tombstone keeps a mint's late write out (revoked ones stay).
+        // Revoked, not deleted: the tombstone keeps a mint's late write out (a tombstone stays as is).
         let stale: Vec<String> = hashes.into_iter().filter(|h| !live.contains(h)).collect();
         for hash in &stale {
             projection::remove_token(&mut self.redis(), self.keys(), hash).await?;
