@@ -29,6 +29,16 @@ fn queue_id(created: &Value) -> QueueId {
     QueueId::parse(created["queue"]["id"].as_str().unwrap()).unwrap()
 }
 
+/// Ada, whom the operator allowed to push under http://127.0.0.1:9/, with her session and her
+/// queue `jobs`.
+async fn ada_with_jobs(db: PgPool) -> (TestApp, String, QueueId) {
+    let (app, operator) = app_with_operator(db).await;
+    let ada = app.member("ada@example.com").await;
+    authorise(&app, &operator, &ada, "http://127.0.0.1:9/").await;
+    let id = queue_id(&app.queue(&ada, "jobs").await);
+    (app, ada, id)
+}
+
 #[sqlx::test(migrations = "../migrations")]
 async fn set_read_change_and_stop_push(db: PgPool) {
     let (app, operator) = app_with_operator(db).await;
@@ -170,10 +180,7 @@ async fn each_broken_rule_is_a_400_that_names_it(db: PgPool) {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn rotating_the_secret_shows_the_new_one_once_and_keeps_the_old_for_24_hours(db: PgPool) {
-    let (app, operator) = app_with_operator(db).await;
-    let ada = app.member("ada@example.com").await;
-    authorise(&app, &operator, &ada, "http://127.0.0.1:9/").await;
-    let id = queue_id(&app.queue(&ada, "jobs").await);
+    let (app, ada, id) = ada_with_jobs(db).await;
     app.post(&ada, "/api/v1/queues/jobs/push/rotate-secret", json!({})).await.expect_error(404, "not_found");
     let first = put(&app, &ada, "jobs", json!({"handler_url": "http://127.0.0.1:9/x"})).await.expect(201);
     let old = first["signing_secret"].as_str().unwrap().to_owned();
@@ -192,10 +199,7 @@ async fn rotating_the_secret_shows_the_new_one_once_and_keeps_the_old_for_24_hou
 
 #[sqlx::test(migrations = "../migrations")]
 async fn push_is_refused_while_pull_consumers_hold_live_leases(db: PgPool) {
-    let (app, operator) = app_with_operator(db).await;
-    let ada = app.member("ada@example.com").await;
-    authorise(&app, &operator, &ada, "http://127.0.0.1:9/").await;
-    let id = queue_id(&app.queue(&ada, "jobs").await);
+    let (app, ada, id) = ada_with_jobs(db).await;
     let q = app.keys.queue(id);
     let mut conn = app.redis.clone();
     let _: () = conn.zadd(q.lease(), "1-0", now_ms() + 60_000).await.unwrap();
@@ -272,10 +276,7 @@ async fn late_write(app: &TestApp, id: QueueId) -> ProjectedPush {
 /// their commits: a set or rotation landing last must not undo a later stop, rotation or delete.
 #[sqlx::test(migrations = "../migrations")]
 async fn a_late_push_write_does_not_undo_a_later_change(db: PgPool) {
-    let (app, operator) = app_with_operator(db).await;
-    let ada = app.member("ada@example.com").await;
-    authorise(&app, &operator, &ada, "http://127.0.0.1:9/").await;
-    let id = queue_id(&app.queue(&ada, "jobs").await);
+    let (app, ada, id) = ada_with_jobs(db).await;
     let mut conn = app.redis.clone();
 
     put(&app, &ada, "jobs", json!({"handler_url": "http://127.0.0.1:9/x"})).await.expect(201);
@@ -301,10 +302,7 @@ async fn a_late_push_write_does_not_undo_a_later_change(db: PgPool) {
 /// A stop that committed before a new set but reaches Redis after it must not stop the new push.
 #[sqlx::test(migrations = "../migrations")]
 async fn a_late_stop_does_not_undo_a_later_set(db: PgPool) {
-    let (app, operator) = app_with_operator(db).await;
-    let ada = app.member("ada@example.com").await;
-    authorise(&app, &operator, &ada, "http://127.0.0.1:9/").await;
-    let id = queue_id(&app.queue(&ada, "jobs").await);
+    let (app, ada, id) = ada_with_jobs(db).await;
     put(&app, &ada, "jobs", json!({"handler_url": "http://127.0.0.1:9/x"})).await.expect(201);
     app.delete(&ada, "/api/v1/queues/jobs/push").await.expect(204);
     let stop = push_revision(&app, id).await;

@@ -273,3 +273,21 @@ pub fn decode_body(message: &Value) -> Vec<u8> {
 pub fn text(message: &Value, field: &str) -> String {
     message[field].as_str().unwrap_or_else(|| panic!("{field} in {message}")).to_owned()
 }
+
+/// Starts a 10 s long poll on `waiting`, publishes through `publishing` once the poll waits, and
+/// returns how long after the publish the poll answered, with the messages it received.
+pub async fn wake_latency(waiting: &TestApp, publishing: &TestApp, queue: &TestQueue) -> (Duration, usize) {
+    let waiter = {
+        let (client, url, token) = (waiting.client.clone(), waiting.url(queue, "/consume"), queue.token.clone());
+        tokio::spawn(async move {
+            let response =
+                client.post(url).bearer_auth(token).json(&json!({"max_wait_seconds": 10})).send().await.unwrap();
+            (Instant::now(), response.json::<serde_json::Value>().await.unwrap())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let published_at = Instant::now();
+    publishing.publish_text(queue, "wake up").await;
+    let (received_at, body) = waiter.await.unwrap();
+    (received_at.duration_since(published_at), body["messages"].as_array().unwrap().len())
+}

@@ -4,24 +4,6 @@ use crate::helpers::*;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
-/// Starts a 10 s long poll on `waiting`, publishes through `publishing` once the poll waits, and
-/// returns how long after the publish the poll answered, with the messages it received.
-async fn wake_latency(waiting: &TestApp, publishing: &TestApp, queue: &TestQueue) -> (Duration, usize) {
-    let waiter = {
-        let (client, url, token) = (waiting.client.clone(), waiting.url(queue, "/consume"), queue.token.clone());
-        tokio::spawn(async move {
-            let response =
-                client.post(url).bearer_auth(token).json(&json!({"max_wait_seconds": 10})).send().await.unwrap();
-            (Instant::now(), response.json::<serde_json::Value>().await.unwrap())
-        })
-    };
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let published_at = Instant::now();
-    publishing.publish_text(queue, "wake up").await;
-    let (received_at, body) = waiter.await.unwrap();
-    (received_at.duration_since(published_at), body["messages"].as_array().unwrap().len())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_publish_wakes_a_waiting_consumer_quickly() {
     let app = spawn_app().await;

@@ -28,6 +28,17 @@ struct PrivateRedis {
 }
 
 impl PrivateRedis {
+    /// On a free port in a new directory of its own, ready for commands; `None` when
+    /// redis-server is not installed.
+    async fn start_fresh() -> Option<Self> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let dir = std::env::temp_dir().join(format!("aqs-dp-redis-{port}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let redis = Self::start(port, &dir)?;
+        redis.wait_ready().await;
+        Some(redis)
+    }
+
     fn start(port: u16, dir: &std::path::Path) -> Option<Self> {
         Self::start_with(port, dir, &[])
     }
@@ -79,14 +90,11 @@ impl Drop for PrivateRedis {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_service_recovers_when_redis_restarts() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let dir = std::env::temp_dir().join(format!("aqs-dp-redis-{port}"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let Some(mut redis) = PrivateRedis::start(port, &dir) else {
+    let Some(mut redis) = PrivateRedis::start_fresh().await else {
         eprintln!("redis-server not found; skipping the restart test");
         return;
     };
-    redis.wait_ready().await;
+    let (port, dir) = (redis.port, redis.dir.clone());
 
     let namespace = "trestart";
     let config = Config::for_tests("", &redis.url(), namespace);
@@ -109,7 +117,7 @@ async fn the_service_recovers_when_redis_restarts() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
-    let redis = PrivateRedis::start(port, &redis.dir).unwrap();
+    let redis = PrivateRedis::start(port, &dir).unwrap();
     redis.wait_ready().await;
     let restarted = Instant::now();
     loop {
@@ -126,20 +134,9 @@ async fn the_service_recovers_when_redis_restarts() {
     // The AOF kept the first message; the subscriber wakes long polls again.
     let messages = app.consume(&queue, json!({"max_messages": 10})).await;
     assert_eq!(messages[0]["id"], kept.as_str());
-    let waiter = {
-        let (client, url, token) = (app.client.clone(), app.url(&queue, "/consume"), queue.token.clone());
-        tokio::spawn(async move {
-            let response =
-                client.post(url).bearer_auth(token).json(&json!({"max_wait_seconds": 5})).send().await.unwrap();
-            (Instant::now(), response.json::<serde_json::Value>().await.unwrap())
-        })
-    };
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let published = Instant::now();
-    app.publish_text(&queue, "wake").await;
-    let (woken, body) = waiter.await.unwrap();
-    assert_eq!(body["messages"].as_array().unwrap().len(), 1);
-    assert!(woken.duration_since(published) < Duration::from_millis(100));
+    let (latency, received) = wake_latency(&app, &app, &queue).await;
+    assert_eq!(received, 1);
+    assert!(latency < Duration::from_millis(100));
     drop(redis);
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -149,14 +146,11 @@ async fn the_service_recovers_when_redis_restarts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_service_waits_for_a_redis_still_loading_its_dataset() {
     const KEYS: usize = 2000;
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let dir = std::env::temp_dir().join(format!("aqs-dp-redis-{port}"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let Some(mut redis) = PrivateRedis::start(port, &dir) else {
+    let Some(mut redis) = PrivateRedis::start_fresh().await else {
         eprintln!("redis-server not found; skipping the loading test");
         return;
     };
-    redis.wait_ready().await;
+    let (port, dir) = (redis.port, redis.dir.clone());
     let mut conn = redis::Client::open(redis.url()).unwrap().get_multiplexed_async_connection().await.unwrap();
     let mut pipe = redis::pipe();
     for i in 0..KEYS {
