@@ -1,0 +1,151 @@
+/**
+ * The consumer loop: long-poll a batch, give it to the handler, settle every message by what the
+ * handler decided (see batch.ts), repeat. `concurrency` loops run side by side, each with its own
+ * batch. Stopping (the signal) lets each loop finish the batch in hand; a batch that arrives after
+ * the stop was asked for is returned at once (nack without delay), never left to its lease.
+ */
+
+import { MessageBatch, type Decision, type Message } from "./batch.js";
+import { BATCH_MAX, type Queue } from "./queue.js";
+import { newMetrics, type Metrics } from "./metrics.js";
+import { sleep } from "./http.js";
+
+export type QueueHandler<Env = unknown, Body = unknown> = (batch: MessageBatch<Body>, env: Env) => unknown;
+
+export interface ConsumerOptions<Env> {
+  /** Messages per batch, 1 to 100 (default 10). */
+  messagesPerRun?: number;
+  /** Long-poll wait per consume, 0 to 20 s (default 20). */
+  waitSeconds?: number;
+  /** The lease per message; the queue's visibility timeout when left out. */
+  visibilitySeconds?: number;
+  /** Batches handled at once (default 1). */
+  concurrency?: number;
+  /** The second argument of the handler. */
+  env?: Env;
+  /** Aborting it stops the consumer after the batches in hand. */
+  signal?: AbortSignal;
+  /** Counters to add to (a fresh set when left out). */
+  metrics?: Metrics;
+  /** Told about a handler's throw or a failed consume (default: printed to stderr). */
+  onError?: (error: unknown) => void;
+}
+
+/** Runs until `signal` aborts; resolves once every loop has settled its last batch. */
+export async function consume<Env, Body = unknown>(
+  queue: Queue,
+  handler: QueueHandler<Env, Body>,
+  options: ConsumerOptions<Env> = {},
+): Promise<Metrics> {
+  const metrics = options.metrics ?? newMetrics();
+  const loops = Math.max(1, Math.floor(options.concurrency ?? 1));
+  await Promise.all(Array.from({ length: loops }, () => loop(queue, handler, options, metrics)));
+  return metrics;
+}
+
+async function loop<Env, Body>(
+  queue: Queue,
+  handler: QueueHandler<Env, Body>,
+  options: ConsumerOptions<Env>,
+  metrics: Metrics,
+): Promise<void> {
+  const report = options.onError ?? ((error: unknown) => console.error("aqs consumer:", error));
+  let failures = 0;
+  while (!options.signal?.aborted) {
+    let wire;
+    try {
+      wire = await queue.consume({
+        maxMessages: options.messagesPerRun ?? 10,
+        waitSeconds: options.waitSeconds ?? 20,
+        ...(options.visibilitySeconds === undefined ? {} : { visibilitySeconds: options.visibilitySeconds }),
+      });
+      failures = 0;
+    } catch (error) {
+      report(error);
+      failures++;
+      await sleep(Math.min(250 * 2 ** failures, 10_000));
+      continue;
+    }
+    if (wire.length === 0) continue;
+    if (options.signal?.aborted) {
+      // Fetched but not started: back to the queue now rather than when the lease runs out.
+      await settle(queue, wire.map((m) => m.receipt), [], metrics, report);
+      return;
+    }
+    const batch = new MessageBatch<Body>(queue.name, wire);
+    await runOne(queue, batch, handler, options.env as Env, metrics, report);
+  }
+}
+
+/** Calls the handler with one batch and settles every message by its outcome. */
+export async function runOne<Env, Body>(
+  queue: Queue,
+  batch: MessageBatch<Body>,
+  handler: QueueHandler<Env, Body>,
+  env: Env,
+  metrics: Metrics,
+  report: (error: unknown) => void,
+): Promise<void> {
+  metrics.runs++;
+  let threw = false;
+  let error: unknown;
+  try {
+    await handler(batch, env);
+  } catch (caught) {
+    threw = true;
+    error = caught;
+    report(caught);
+  }
+  const acks: string[] = [];
+  const retries: Array<[Message<Body>, Extract<Decision, { kind: "retry" }>]> = [];
+  for (const [message, decision] of batch.outcome(threw)) {
+    if (decision.kind === "ack") acks.push(message.receipt);
+    else retries.push([message, decision]);
+  }
+  const reason = threw ? describe(error) : "retried by the handler";
+  await settle(queue, [], acks, metrics, report);
+  const byDelay = new Map<number, string[]>();
+  for (const [message, decision] of retries) {
+    const list = byDelay.get(decision.delaySeconds) ?? [];
+    list.push(message.receipt);
+    byDelay.set(decision.delaySeconds, list);
+  }
+  for (const [delaySeconds, receipts] of byDelay) {
+    await settle(queue, receipts, [], metrics, report, { delaySeconds, error: reason });
+  }
+}
+
+/** Nacks `nacks` (with `retry`'s delay) and acks `acks`, 100 receipts per request. */
+async function settle(
+  queue: Queue,
+  nacks: string[],
+  acks: string[],
+  metrics: Metrics,
+  report: (error: unknown) => void,
+  retry: { delaySeconds?: number; error?: string } = {},
+): Promise<void> {
+  for (let i = 0; i < acks.length; i += BATCH_MAX) {
+    try {
+      const answer = await queue.ack(acks.slice(i, i + BATCH_MAX));
+      metrics.messages_acked += answer.acked;
+      for (const failure of answer.failed) report(new Error(`ack ${failure.error}: ${failure.message}`));
+    } catch (error) {
+      // The lease runs out and the message is delivered again: nothing is lost.
+      report(error);
+    }
+  }
+  for (let i = 0; i < nacks.length; i += BATCH_MAX) {
+    try {
+      const answer = await queue.nack(nacks.slice(i, i + BATCH_MAX), retry);
+      metrics.messages_retried += answer.nacked;
+      for (const failure of answer.failed) report(new Error(`nack ${failure.error}: ${failure.message}`));
+    } catch (error) {
+      report(error);
+    }
+  }
+}
+
+function describe(error: unknown): string {
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return text.slice(0, 1000);
+}

@@ -1,0 +1,147 @@
+/**
+ * `Queue`: one queue of the service, as a producer (`send`, `sendBatch`) and as the rest of the
+ * queue API (consume, ack, nack, stats, peek, purge, dead letters) that consumers and tools use.
+ *
+ * Publishes are retried on 429, 503 and connection failures, so each one carries an idempotency
+ * key: the caller's, or one generated here, so a retried publish cannot store a message twice
+ * (a client made with `maxRetries: 0` never retries and sends only the caller's keys).
+ */
+
+import { randomUUID } from "node:crypto";
+import { encode, isBytes, type SendOptions } from "./body.js";
+import { AqsError, invalid } from "./errors.js";
+import { Connection, type ConnectionOptions } from "./http.js";
+import type {
+  AckAnswer,
+  ConsumedMessage,
+  DeadLetter,
+  NackAnswer,
+  PeekedMessage,
+  Published,
+  PublishRequest,
+  Stats,
+} from "./wire.js";
+
+/** The most entries one batch publish takes (and receipts one ack or nack takes). */
+export const BATCH_MAX = 100;
+
+export interface QueueOptions extends ConnectionOptions {
+  /** The queue's slug, the name in its address. */
+  queue: string;
+}
+
+/** An entry of `sendBatch`: a body, or an object naming the body and its options. */
+export type BatchEntry = string | Uint8Array | ArrayBuffer | ({ body: unknown } & SendOptions);
+
+export interface ConsumeOptions {
+  /** 1 to 100 (default 10). */
+  maxMessages?: number;
+  /** 0 to 20 seconds of long poll (default 0). */
+  waitSeconds?: number;
+  /** The lease, in seconds; the queue's visibility timeout when left out. */
+  visibilitySeconds?: number;
+}
+
+export class Queue {
+  readonly name: string;
+  readonly #conn: Connection;
+  readonly #retries: boolean;
+
+  constructor(options: QueueOptions) {
+    if (!options.queue) throw invalid("queue is required (the queue's slug)");
+    this.name = options.queue;
+    this.#conn = new Connection(options);
+    this.#retries = (options.maxRetries ?? 5) > 0;
+  }
+
+  /** Publishes one message: an object as JSON, a string as text, bytes as binary. */
+  async send(body: unknown, options: SendOptions = {}): Promise<Published> {
+    return this.#conn.call<Published>("POST", this.#path("messages"), this.#withKey(encode(body, options)));
+  }
+
+  /** Publishes up to 100 messages in one request; more throws and sends nothing. */
+  async sendBatch(entries: readonly BatchEntry[]): Promise<Published[]> {
+    if (!Array.isArray(entries) || entries.length === 0 || entries.length > BATCH_MAX) {
+      throw invalid(`sendBatch takes 1 to ${BATCH_MAX} entries; got ${Array.isArray(entries) ? entries.length : "none"}`);
+    }
+    const messages = entries.map((entry, index) => this.#withKey(encodeEntry(entry, index)));
+    const answer = await this.#conn.call<{ messages: Published[] }>("POST", this.#path("messages/batch"), { messages });
+    return answer.messages;
+  }
+
+  /** Leases up to `maxMessages` messages; each comes with the receipt that settles it. */
+  async consume(options: ConsumeOptions = {}): Promise<ConsumedMessage[]> {
+    const request = {
+      max_messages: options.maxMessages ?? 10,
+      max_wait_seconds: options.waitSeconds ?? 0,
+      ...(options.visibilitySeconds === undefined ? {} : { visibility_seconds: options.visibilitySeconds }),
+    };
+    const answer = await this.#conn.call<{ messages: ConsumedMessage[] }>("POST", this.#path("consume"), request);
+    return answer.messages;
+  }
+
+  async ack(receipts: readonly string[]): Promise<AckAnswer> {
+    return this.#conn.call<AckAnswer>("POST", this.#path("ack"), { receipts });
+  }
+
+  /** Returns messages for another attempt, after `delaySeconds`; `error` is kept as the reason. */
+  async nack(receipts: readonly string[], options: { delaySeconds?: number; error?: string } = {}): Promise<NackAnswer> {
+    const request = {
+      receipts,
+      ...(options.delaySeconds ? { delay_seconds: options.delaySeconds } : {}),
+      ...(options.error ? { error: options.error } : {}),
+    };
+    return this.#conn.call<NackAnswer>("POST", this.#path("nack"), request);
+  }
+
+  async stats(): Promise<Stats> {
+    return this.#conn.call<Stats>("GET", this.#path("stats"));
+  }
+
+  async peek(limit = 10): Promise<PeekedMessage[]> {
+    const answer = await this.#conn.call<{ messages: PeekedMessage[] }>("GET", this.#path(`messages/peek?limit=${limit}`));
+    return answer.messages;
+  }
+
+  /** Deletes waiting ready messages (`"dead"`: the dead letters). */
+  async purge(state: "ready" | "dead" = "ready"): Promise<number> {
+    return (await this.#conn.call<{ purged: number }>("POST", this.#path("purge"), { state })).purged;
+  }
+
+  async deadLetters(limit = 10): Promise<DeadLetter[]> {
+    const answer = await this.#conn.call<{ dead_letters: DeadLetter[] }>("GET", this.#path(`dead-letters?limit=${limit}`));
+    return answer.dead_letters;
+  }
+
+  /** Moves dead letters back to the queue: the ids given, or all of them. */
+  async replayDeadLetters(ids?: readonly string[]): Promise<number> {
+    const body = ids === undefined ? { all: true } : { ids };
+    return (await this.#conn.call<{ replayed: number }>("POST", this.#path("dead-letters/replay"), body)).replayed;
+  }
+
+  async purgeDeadLetters(ids?: readonly string[]): Promise<number> {
+    const body = ids === undefined ? { all: true } : { ids };
+    return (await this.#conn.call<{ purged: number }>("POST", this.#path("dead-letters/purge"), body)).purged;
+  }
+
+  #withKey(request: PublishRequest): PublishRequest {
+    if (request.idempotency_key !== undefined || !this.#retries) return request;
+    return { ...request, idempotency_key: randomUUID() };
+  }
+
+  #path(route: string): string {
+    return `${encodeURIComponent(this.name)}/${route}`;
+  }
+}
+
+/** In a batch a string or bytes is a body, and an object is always an entry with a `body`. */
+function encodeEntry(entry: BatchEntry, index: number): PublishRequest {
+  if (typeof entry === "string" || isBytes(entry)) return encode(entry);
+  if (entry === null || typeof entry !== "object" || Array.isArray(entry) || !("body" in entry)) {
+    throw new AqsError("invalid_request", `entries[${index}] must be a string, bytes or {body, ...options}`, 0, {
+      index,
+    });
+  }
+  const { body, ...options } = entry;
+  return encode(body, options);
+}
