@@ -34,6 +34,8 @@ pub struct BenchQueue {
     /// One or more tokens with send and consume scopes; connections take them in turn so a
     /// per-token rate limit does not cap the whole run.
     pub tokens: Vec<HeaderValue>,
+    /// The tokens' secrets, in the same order, for setup through `aqs-client`.
+    pub secrets: Vec<String>,
 }
 
 impl Tenancy {
@@ -57,13 +59,16 @@ impl Tenancy {
         let slug = created["queue"]["slug"].as_str().context("queue answer has no queue.slug")?.to_owned();
         let first = created["token"]["secret"].as_str().context("queue answer has no token.secret")?;
         let mut secrets = vec![bearer(first)?];
+        let mut raw = vec![first.to_owned()];
         for i in 1..tokens {
             let body = json!({ "name": format!("bench-{i}"), "scopes": ["send", "consume", "manage"] });
             let call = Call::post(&format!("/api/v1/queues/{slug}/tokens"), Some(&self.session), body.to_string())?;
             let minted: Value = serde_json::from_slice(&self.conn.expect(&call, StatusCode::CREATED).await?)?;
-            secrets.push(bearer(minted["token"]["secret"].as_str().context("token answer has no token.secret")?)?);
+            let secret = minted["token"]["secret"].as_str().context("token answer has no token.secret")?;
+            secrets.push(bearer(secret)?);
+            raw.push(secret.to_owned());
         }
-        Ok(BenchQueue { slug, tokens: secrets })
+        Ok(BenchQueue { slug, tokens: secrets, secrets: raw })
     }
 }
 
@@ -102,6 +107,13 @@ impl BenchQueue {
 
     pub fn stats(&self) -> anyhow::Result<Call> {
         Call::get(&format!("/queue/v1/{}/stats", self.slug), Some(self.token(0)))
+    }
+
+    /// The queue through `aqs-client` with token `i`, for setup outside the measured loops. No
+    /// retries (so no generated idempotency keys): the stored messages are the measured ones.
+    pub fn client(&self, target: &Target, i: usize) -> aqs_client::Queue {
+        let secret = &self.secrets[i % self.secrets.len()];
+        aqs_client::Client::builder(target.origin(), secret).max_retries(0).build().queue(&self.slug)
     }
 }
 

@@ -36,6 +36,11 @@ impl Target {
     pub async fn connect(&self) -> anyhow::Result<Conn> {
         Conn::open(self.clone()).await
     }
+
+    /// `http://host:port`, as the base URL named it.
+    pub fn origin(&self) -> String {
+        format!("http://{}", self.host.to_str().unwrap_or_default())
+    }
 }
 
 /// One HTTP/1.1 connection; reopened transparently if the server closed it while idle.

@@ -2,6 +2,7 @@
 //! killed and restarted) and a fresh PostgreSQL database per test on the server the test command
 //! started (`AQS_TEST_DATABASE_URL`).
 
+use aqs_client::{ConsumeRequest, NewMessage};
 use base64::Engine;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -232,6 +233,8 @@ pub struct Tenant {
     pub session: String,
     pub slug: String,
     pub token: String,
+    /// The queue through `aqs-client`, without retries: tests see every answer as the server gave it.
+    pub queue: aqs_client::Queue,
 }
 
 impl Tenant {
@@ -250,13 +253,10 @@ impl Tenant {
             .json()
             .await
             .unwrap();
-        Self {
-            slug: created["queue"]["slug"].as_str().expect("queue.slug").to_owned(),
-            token: created["token"]["secret"].as_str().expect("token.secret").to_owned(),
-            http,
-            base,
-            session,
-        }
+        let slug = created["queue"]["slug"].as_str().expect("queue.slug").to_owned();
+        let token = created["token"]["secret"].as_str().expect("token.secret").to_owned();
+        let queue = aqs_client::Client::builder(&base, &token).max_retries(0).build().queue(&slug);
+        Self { slug, token, queue, http, base, session }
     }
 
     pub async fn post(&self, route: &str, body: Value) -> (u16, Value) {
@@ -272,36 +272,37 @@ impl Tenant {
         (status, response.json().await.unwrap_or(Value::Null))
     }
 
+    /// Publishes `body` as JSON text (the API's default type): the status and the answer (the
+    /// error envelope for a refusal).
     pub async fn publish(&self, body: &str) -> (u16, Value) {
-        self.post("messages", json!({"body": body})).await
+        match self.queue.publish(NewMessage::raw_json(body)).await {
+            Ok(published) => {
+                let status = if published.duplicate { 200 } else { 201 };
+                (status, serde_json::to_value(published).unwrap())
+            }
+            Err(aqs_client::Error::Api { code, status, message, .. }) => {
+                (status, json!({"error": code.as_str(), "message": message}))
+            }
+            Err(err) => panic!("publish: {err}"),
+        }
     }
 
     /// Consumes up to `max` messages: (id, body, receipt, attempts).
     pub async fn consume(&self, max: u32, wait: u32, visibility: u32) -> Vec<(String, String, String, u64)> {
-        let (status, body) = self
-            .post("consume", json!({"max_messages": max, "max_wait_seconds": wait, "visibility_seconds": visibility}))
-            .await;
-        assert_eq!(status, 200, "consume: {body}");
-        body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
+        let request =
+            ConsumeRequest { max_messages: max, max_wait_seconds: wait, visibility_seconds: Some(visibility) };
+        let delivered = self.queue.consume(&request).await.unwrap_or_else(|err| panic!("consume: {err}"));
+        delivered
+            .into_iter()
             .map(|m| {
-                let bytes =
-                    base64::engine::general_purpose::STANDARD.decode(m["body_base64"].as_str().unwrap()).unwrap();
-                (
-                    m["id"].as_str().unwrap().to_owned(),
-                    String::from_utf8(bytes).unwrap(),
-                    m["receipt"].as_str().unwrap().to_owned(),
-                    m["attempts"].as_u64().unwrap(),
-                )
+                let bytes = base64::engine::general_purpose::STANDARD.decode(&m.body_base64).unwrap();
+                (m.id, String::from_utf8(bytes).unwrap(), m.receipt, u64::from(m.attempts))
             })
             .collect()
     }
 
     pub async fn ack(&self, receipts: &[String]) -> Value {
-        let (status, body) = self.post("ack", json!({"receipts": receipts})).await;
-        assert_eq!(status, 200, "ack: {body}");
-        body
+        let acked = self.queue.ack(receipts).await.unwrap_or_else(|err| panic!("ack: {err}"));
+        serde_json::to_value(acked).unwrap()
     }
 }

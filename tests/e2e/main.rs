@@ -3,6 +3,7 @@
 //! console driven in a real browser.
 
 mod bench_smoke;
+mod client;
 mod console_journey;
 mod harness;
 mod push;

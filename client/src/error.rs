@@ -1,0 +1,128 @@
+//! The client's error: the API's refusals by code, and the failures on the way to it.
+
+use std::time::Duration;
+
+/// The API's `error` codes (DESIGN.md "Errors", README "The APIs").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ErrorCode {
+    InvalidRequest,
+    ReceiptInvalid,
+    Unauthorized,
+    Forbidden,
+    QueueLimitReached,
+    NotFound,
+    MethodNotAllowed,
+    Conflict,
+    IdempotencyConflict,
+    LeaseLost,
+    QueuePaused,
+    PushEnabled,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    RateLimited,
+    ServiceUnavailable,
+    StorageLimitReached,
+    Internal,
+    /// A code this client does not know (a newer server), or `http_<status>` for an answer
+    /// without the API's envelope.
+    Other(String),
+}
+
+impl ErrorCode {
+    pub fn parse(code: &str) -> Self {
+        match code {
+            "invalid_request" => Self::InvalidRequest,
+            "receipt_invalid" => Self::ReceiptInvalid,
+            "unauthorized" => Self::Unauthorized,
+            "forbidden" => Self::Forbidden,
+            "queue_limit_reached" => Self::QueueLimitReached,
+            "not_found" => Self::NotFound,
+            "method_not_allowed" => Self::MethodNotAllowed,
+            "conflict" => Self::Conflict,
+            "idempotency_conflict" => Self::IdempotencyConflict,
+            "lease_lost" => Self::LeaseLost,
+            "queue_paused" => Self::QueuePaused,
+            "push_enabled" => Self::PushEnabled,
+            "payload_too_large" => Self::PayloadTooLarge,
+            "unsupported_media_type" => Self::UnsupportedMediaType,
+            "rate_limited" => Self::RateLimited,
+            "service_unavailable" => Self::ServiceUnavailable,
+            "storage_limit_reached" => Self::StorageLimitReached,
+            "internal" => Self::Internal,
+            other => Self::Other(other.to_owned()),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::InvalidRequest => "invalid_request",
+            Self::ReceiptInvalid => "receipt_invalid",
+            Self::Unauthorized => "unauthorized",
+            Self::Forbidden => "forbidden",
+            Self::QueueLimitReached => "queue_limit_reached",
+            Self::NotFound => "not_found",
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::Conflict => "conflict",
+            Self::IdempotencyConflict => "idempotency_conflict",
+            Self::LeaseLost => "lease_lost",
+            Self::QueuePaused => "queue_paused",
+            Self::PushEnabled => "push_enabled",
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::UnsupportedMediaType => "unsupported_media_type",
+            Self::RateLimited => "rate_limited",
+            Self::ServiceUnavailable => "service_unavailable",
+            Self::StorageLimitReached => "storage_limit_reached",
+            Self::Internal => "internal",
+            Self::Other(code) => code,
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The service refused the request: a non-2xx answer with `{"error", "message"}`.
+    #[error("{status} {code}: {message}")]
+    Api {
+        code: ErrorCode,
+        status: u16,
+        message: String,
+        /// For a batch publish: the entry the error is about.
+        index: Option<usize>,
+        retry_after: Option<Duration>,
+    },
+    /// Refused here before anything was sent (more than 100 entries, an empty batch, ...).
+    #[error("invalid request: {0}")]
+    Invalid(String),
+    /// The service could not be reached, or its answer could not be read.
+    #[error("transport: {0}")]
+    Transport(#[from] reqwest::Error),
+    #[error("unexpected answer: {0}")]
+    Decode(#[from] serde_json::Error),
+}
+
+impl Error {
+    /// The API's code, for a refusal by the service (`InvalidRequest` for one refused here).
+    pub fn code(&self) -> Option<&ErrorCode> {
+        match self {
+            Self::Api { code, .. } => Some(code),
+            Self::Invalid(_) => Some(&ErrorCode::InvalidRequest),
+            _ => None,
+        }
+    }
+
+    /// The HTTP status of a refusal by the service.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Self::Api { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
