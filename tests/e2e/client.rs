@@ -91,6 +91,12 @@ async fn the_client_speaks_every_queue_route() {
     let stranger = Client::builder(server.base(), "acq_notatoken").max_retries(0).build();
     let refused = stranger.queue(&tenant.slug).stats().await.unwrap_err();
     assert_eq!((refused.code(), refused.status()), (Some(&ErrorCode::Unauthorized), Some(401)));
+    // The typed error is the wire's envelope, code for code.
+    let (status, raw) = tenant.post("consume", json!({"max_messages": 0})).await;
+    let typed = queue.consume(&ConsumeRequest { max_messages: 0, max_wait_seconds: 0, visibility_seconds: None }).await;
+    let typed = typed.unwrap_err();
+    assert_eq!((typed.status(), typed.code().map(ErrorCode::as_str)), (Some(status), raw["error"].as_str()));
+    assert_eq!(typed.code(), Some(&ErrorCode::InvalidRequest));
     let other = Tenant::sign_up(&server, json!({"name": "client-other"})).await;
     let wrong = Client::new(server.base(), &other.token).queue(&tenant.slug).stats().await.unwrap_err();
     assert_eq!(wrong.code(), Some(&ErrorCode::NotFound));

@@ -259,6 +259,7 @@ impl Tenant {
         Self { slug, token, queue, http, base, session }
     }
 
+    /// A raw POST to one of the queue's routes, for input the typed client would not send.
     pub async fn post(&self, route: &str, body: Value) -> (u16, Value) {
         let response = self
             .http
