@@ -150,3 +150,27 @@ test("Ctrl-C during a poll returns what arrives afterwards, unstarted, at once",
   assert.equal(JSON.parse(text(back)).n, 7);
   assert.equal(back.attempts, 2, "it was fetched once and returned by a nack");
 });
+
+test("the runner logs a summary line each period (a minute by default)", async () => {
+  const { runWorker } = await import("../dist/index.js");
+  const { queue, slug, token } = await freshQueue();
+  await queue.send({ n: 1 });
+  const controller = new AbortController();
+  const lines = [];
+  const counted = await runWorker({
+    module: RECORD,
+    url: process.env.AQS_URL,
+    token,
+    queue: slug,
+    mode: "consume",
+    waitSeconds: 1,
+    summaryEveryMs: 100,
+    signal: controller.signal,
+    log: (line) => {
+      lines.push(line);
+      if (line === "runs=1 acked=1 retried=0 requests=0") controller.abort();
+    },
+  });
+  assert.deepEqual(counted, { runs: 1, messages_acked: 1, messages_retried: 0, requests: 0 });
+  assert.equal(lines.at(-1), "stopped: runs=1 acked=1 retried=0 requests=0");
+});
