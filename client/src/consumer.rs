@@ -199,7 +199,7 @@ async fn one_loop<F, Fut, E>(
             }
             Err(err) => {
                 failures += 1;
-                eprintln!("aqs consumer: consume failed: {err}");
+                tracing::warn!(error = %err, queue = queue.slug(), "consume failed; trying again");
                 tokio::time::sleep(Duration::from_millis(250 << failures.min(5))).await;
                 continue;
             }
@@ -250,7 +250,7 @@ async fn settle(queue: &Queue, acks: &[String], nacks: &[String], delay: u64, re
                 counts.acked.fetch_add(u64::from(answer.acked), Ordering::Relaxed);
             }
             // The lease runs out and the message is delivered again: nothing is lost.
-            Err(err) => eprintln!("aqs consumer: ack failed: {err}"),
+            Err(err) => tracing::warn!(error = %err, queue = queue.slug(), "ack failed; the leases will run out"),
         }
     }
     for chunk in nacks.chunks(BATCH_MAX) {
@@ -258,7 +258,7 @@ async fn settle(queue: &Queue, acks: &[String], nacks: &[String], delay: u64, re
             Ok(answer) => {
                 counts.retried.fetch_add(u64::from(answer.nacked), Ordering::Relaxed);
             }
-            Err(err) => eprintln!("aqs consumer: nack failed: {err}"),
+            Err(err) => tracing::warn!(error = %err, queue = queue.slug(), "nack failed; the leases will run out"),
         }
     }
 }

@@ -100,10 +100,6 @@ export async function runWorker(options: WorkerOptions): Promise<Metrics> {
   const ticker = setInterval(() => log(summary(metrics)), options.summaryEveryMs ?? 60_000);
   ticker.unref();
 
-  const stopped = new Promise<void>((resolveStop) => {
-    if (options.signal?.aborted) resolveStop();
-    options.signal?.addEventListener("abort", () => resolveStop(), { once: true });
-  });
   if (consuming) {
     log(
       `consuming ${options.queue}: ${options.messagesPerRun ?? 10} per run, wait ${options.waitSeconds ?? 20} s, ` +
@@ -120,7 +116,10 @@ export async function runWorker(options: WorkerOptions): Promise<Metrics> {
       onError: (error) => log(`error: ${error instanceof Error ? error.message : String(error)}`),
     });
   } else {
-    await stopped;
+    await new Promise<void>((resolveStop) => {
+      if (options.signal?.aborted) resolveStop();
+      options.signal?.addEventListener("abort", () => resolveStop(), { once: true });
+    });
   }
   clearInterval(ticker);
   await Promise.all(servers.map((server) => new Promise<void>((done) => server.close(() => done()))));
