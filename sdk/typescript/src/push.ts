@@ -21,7 +21,13 @@ export interface Sdk {
   queue: { push(queue: string, payload: unknown, delaySecs?: number): Promise<string> };
 }
 
-export function createSdk(options: SdkOptions = {}): Sdk {
+/**
+ * The push spec's `createSdk("<app-id>")` works as written: a string names the app, which AQS does
+ * not need (a queue token says which member and queue), so the URL and token come from the
+ * environment.
+ */
+export function createSdk(appOrOptions: SdkOptions | string = {}): Sdk {
+  const options: SdkOptions = typeof appOrOptions === "string" ? {} : appOrOptions;
   const queues = new Map<string, Queue>();
   const queueFor = (name: string): Queue => {
     let queue = queues.get(name);

@@ -128,3 +128,19 @@ test("push(queue, payload, delaySecs?) returns the message id and throws when re
   await pause();
   await assert.rejects(sdk.queue.push(slug, { to: "c@d.com" }), { code: "queue_paused" });
 });
+
+test("the push spec's enqueue sample runs as written, configured by AQS_URL and AQS_TOKEN", async () => {
+  const { queue, slug, token } = await freshQueue();
+  const saved = process.env.AQS_TOKEN;
+  process.env.AQS_TOKEN = token;
+  try {
+    const sdk = createSdk("<app-id>");
+    const id = await sdk.queue.push(slug, { to: "a@b.com" });
+    const [message] = await drain(queue, 1, 0);
+    assert.equal(message.id, id);
+    assert.equal(text(message), '{"to":"a@b.com"}');
+  } finally {
+    if (saved === undefined) delete process.env.AQS_TOKEN;
+    else process.env.AQS_TOKEN = saved;
+  }
+});
