@@ -229,3 +229,24 @@ async fn the_consumer_loop_has_the_worker_trigger_semantics() {
     let stats = queue.stats().await.unwrap();
     assert_eq!(stats.depth.total, 1, "only the message retried in 600 s is left");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_refused_with_503_is_retried_after_retry_after_and_stored_once() {
+    let mut redis = Redis::start("always");
+    let server = Server::start(&fresh_database().await, &redis.url(), "client-outage").await;
+    let tenant = Tenant::sign_up(&server, json!({"name": "client-outage"})).await;
+    let retrying = Client::builder(server.base(), &tenant.token).max_retries(60).build().queue(&tenant.slug);
+
+    redis.kill9();
+    let publish = tokio::spawn(async move { retrying.publish(NewMessage::text("during the outage")).await });
+    // The same request without retries is refused meanwhile: the outage is real.
+    let (status, body) = tenant.publish("probe").await;
+    assert_eq!((status, body["error"].as_str()), (503, Some("service_unavailable")), "{body}");
+    assert!(!publish.is_finished(), "the retrying publish waits for Redis");
+    tokio::task::block_in_place(|| redis.restart());
+
+    let published = publish.await.unwrap().expect("retried until Redis was back");
+    assert!(!published.duplicate);
+    let stats = tenant.queue.stats().await.unwrap();
+    assert_eq!(stats.depth.total, 1, "stored once");
+}
