@@ -278,18 +278,10 @@ pub async fn set(cp: &ControlPlane, member: MemberId, slug: &str, input: PushInp
     Ok(PushSet { push: row.target(), signing_secret: inserted.then(|| Secret::new(secret)), created: inserted })
 }
 
-/// 409 while pull consumers hold live leases: push would share the queue with them. Leases a nack
-/// released (the `backoff` subset, same scores) are not held by anyone.
+/// 409 while pull consumers hold live leases (the engine counts them): push would share the queue
+/// with them.
 async fn refuse_if_pulled(cp: &ControlPlane, queue: QueueId) -> ApiResult<()> {
-    let q = cp.keys().queue(queue);
-    let after_now = format!("({}", now_ms());
-    let (leased, released): (i64, i64) = redis::pipe()
-        .zcount(q.lease(), &after_now, "+inf")
-        .zcount(q.backoff(), &after_now, "+inf")
-        .query_async(&mut cp.redis())
-        .await
-        .map_err(projection::failed)?;
-    let held = leased - released;
+    let held = cp.engine().held_leases(queue, now_ms()).await?;
     if held > 0 {
         return Err(ApiError::Conflict(format!(
             "pull consumers hold {held} live lease(s) on this queue; push and consume cannot run on one queue. \
@@ -361,14 +353,7 @@ pub async fn rotate_secret(cp: &ControlPlane, member: MemberId, slug: &str) -> A
 /// The last deliveries (at most 20), newest first. Readable after push stopped too.
 pub async fn deliveries(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<Vec<PushDelivery>> {
     let queue = queues::get(cp, member, slug).await?;
-    let key = cp.keys().queue(queue.id).push_log();
-    let lines: Vec<String> = redis::cmd("LRANGE")
-        .arg(&key)
-        .arg(0)
-        .arg(limits::LOG_LEN - 1)
-        .query_async(&mut cp.redis())
-        .await
-        .map_err(projection::failed)?;
+    let lines = cp.engine().push_log(queue.id, limits::LOG_LEN).await?;
     Ok(lines
         .iter()
         .filter_map(|line| serde_json::from_str::<DeliveryRecord>(line).ok())

@@ -293,5 +293,5 @@ pub async fn delete(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResul
     tx.commit().await.map_err(db_error)?;
     tracing::info!(queue = %QueueId(id), %slug, "queue deleted");
 
-    projection::remove_queue(&mut cp.redis(), cp.keys(), QueueId(id), &slug, &hashes).await.map_err(projection::failed)
+    projection::remove_queue(&mut cp.redis(), cp.keys(), cp.engine(), QueueId(id), &slug, &hashes).await
 }

@@ -69,7 +69,7 @@ impl CreatedToken {
     }
 }
 
-const COLUMNS: &str = "id, name, scopes, last_four, created_at, last_used_at, revoked_at";
+const COLUMNS: &str = "id, name, scopes, last_four, created_at, revoked_at";
 
 #[derive(sqlx::FromRow)]
 struct TokenRow {
@@ -78,7 +78,6 @@ struct TokenRow {
     scopes: Vec<String>,
     last_four: String,
     created_at: DateTime<Utc>,
-    last_used_at: Option<DateTime<Utc>>,
     revoked_at: Option<DateTime<Utc>>,
 }
 
@@ -91,7 +90,8 @@ impl From<TokenRow> for Token {
             scopes: row.scopes.iter().filter_map(|s| Scope::parse(s)).collect(),
             last_four: row.last_four,
             created_at: row.created_at,
-            last_used_at: row.last_used_at,
+            // Recorded by the data plane in Redis; `list` fills it in.
+            last_used_at: None,
             revoked_at: row.revoked_at,
         }
     }
@@ -149,8 +149,8 @@ pub(crate) async fn insert(
     Ok(CreatedToken { token: row.into(), secret })
 }
 
-/// The queue's tokens, oldest first, revoked ones included. `last_used_at` is the later of the
-/// PostgreSQL column and what the data plane recorded in Redis.
+/// The queue's tokens, oldest first, revoked ones included, with the last use the data plane
+/// recorded.
 pub async fn list(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<Vec<Token>> {
     let queue = queues::find(cp.db(), member, slug).await?.into_queue(cp.public_url());
     let rows = sqlx::query_as::<_, TokenRow>(&format!(
@@ -165,29 +165,24 @@ pub async fn list(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<
         .into_iter()
         .map(Token::from)
         .map(|mut token| {
-            token.last_used_at = token.last_used_at.max(used.get(&token.id).copied());
+            token.last_used_at = used.get(&token.id).copied();
             token
         })
         .collect())
 }
 
-/// token id → last use, from the hash the data plane writes. Only a display hint: when Redis is
-/// unreachable the listing still answers, with the PostgreSQL values.
+/// token id → last use, as the data plane recorded it. Only a display hint: when Redis is
+/// unreachable the listing still answers, without them.
 async fn last_used(cp: &ControlPlane, queue: QueueId) -> HashMap<Uuid, DateTime<Utc>> {
-    let key = cp.keys().queue(queue).token_last_used();
-    let raw: HashMap<String, String> = match redis::cmd("HGETALL").arg(&key).query_async(&mut cp.redis()).await {
-        Ok(raw) => raw,
+    match cp.engine().token_last_uses(queue).await {
+        Ok(used) => {
+            used.into_iter().filter_map(|(id, ms)| Some((id, DateTime::from_timestamp_millis(ms as i64)?))).collect()
+        }
         Err(err) => {
             tracing::warn!(error = %err, %queue, "cannot read token last-use times; listing without them");
-            return HashMap::new();
+            HashMap::new()
         }
-    };
-    raw.into_iter()
-        .filter_map(|(id, ms)| {
-            let at = DateTime::from_timestamp_millis(ms.parse().ok()?)?;
-            Some((Uuid::try_parse(&id).ok()?, at))
-        })
-        .collect()
+    }
 }
 
 /// Revokes a token of the member's queue; revoking a revoked token again is a no-op success.

@@ -92,6 +92,23 @@ impl Redis {
             child.wait().unwrap();
         }
     }
+
+    /// Starts the server again with `extra` settings for this start only, returning as soon as it
+    /// accepts connections: while it loads its AOF it answers LOADING to every command.
+    pub fn restart_loading(&mut self, extra: &[&str]) {
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
+            .arg("--dir")
+            .arg(&self.dir)
+            .args(["--appendonly", "yes", "--appendfsync", self.appendfsync])
+            .args(["--maxmemory-policy", "noeviction", "--save", ""])
+            .args(&self.extra)
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        self.child = Some(cmd.spawn().expect("redis-server must be installed (infra/test installs it)"));
+        assert!(wait_for_port(self.port, Duration::from_secs(10)), "redis did not start");
+    }
 }
 
 impl Drop for Redis {
@@ -199,6 +216,12 @@ impl Server {
             child.kill().unwrap();
             child.wait().unwrap();
         }
+    }
+
+    /// Changes one setting for the next `restart`.
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.to_owned(), value.to_owned()));
     }
 }
 

@@ -5,6 +5,7 @@
 mod bench_smoke;
 mod console_journey;
 mod harness;
+mod outages;
 mod push;
 mod readme;
 mod reliability;

@@ -1,7 +1,7 @@
 //! Peek and purge of ready messages (`peek.lua`, `purge.lua`).
 
 use super::Engine;
-use super::reply::Reply;
+use super::reply::{Reply, Status, unexpected};
 use aqs_core::error::ApiResult;
 use aqs_core::ids::QueueId;
 
@@ -29,8 +29,10 @@ impl Engine {
         let mut inv = self.invocation(&self.scripts.peek, queue);
         inv.arg(now_ms).arg(limit);
         let mut reply = Reply::new(self.run(&inv).await?)?;
-        if reply.text()? != "ok" {
-            return Ok(None);
+        match reply.status("peek.lua")? {
+            Status::Ok => {}
+            Status::NoQueue => return Ok(None),
+            other => return Err(unexpected("peek.lua", other)),
         }
         let mut out = Vec::with_capacity(reply.remaining() / 8);
         while reply.remaining() > 0 {

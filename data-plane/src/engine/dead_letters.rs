@@ -2,7 +2,7 @@
 
 use super::Engine;
 use super::admin::PURGE_CHUNK;
-use super::reply::Reply;
+use super::reply::{Reply, Status, unexpected};
 use aqs_core::error::ApiResult;
 use aqs_core::ids::QueueId;
 
@@ -36,8 +36,10 @@ impl Engine {
         let mut inv = self.invocation(&self.scripts.dlq_list, queue);
         inv.arg(limit).arg(PREVIEW_BYTES);
         let mut reply = Reply::new(self.run(&inv).await?)?;
-        if reply.text()? != "ok" {
-            return Ok(None);
+        match reply.status("dlq_list.lua")? {
+            Status::Ok => {}
+            Status::NoQueue => return Ok(None),
+            other => return Err(unexpected("dlq_list.lua", other)),
         }
         let mut out = Vec::with_capacity(reply.remaining() / 9);
         while reply.remaining() > 0 {

@@ -1,7 +1,7 @@
 //! Queue statistics (`stats.lua`) and the per-day history the console draws.
 
 use super::Engine;
-use super::reply::Reply;
+use super::reply::{Reply, Status, unexpected};
 use aqs_core::error::ApiResult;
 use aqs_core::ids::QueueId;
 use aqs_core::time::utc_day;
@@ -46,8 +46,10 @@ impl Engine {
         inv.arg(now_ms).arg(utc_day(now_ms));
         let _no_flush = self.ledger.read_gate().await;
         let mut reply = Reply::new(self.run(&inv).await?)?;
-        if reply.text()? != "ok" {
-            return Ok(None);
+        match reply.status("stats.lua")? {
+            Status::Ok => {}
+            Status::NoQueue => return Ok(None),
+            other => return Err(unexpected("stats.lua", other)),
         }
         let stream_len = reply.uint()?;
         let leases = reply.uint()?;
