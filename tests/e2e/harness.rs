@@ -60,7 +60,8 @@ impl Redis {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
-    pub fn restart(&mut self) {
+    /// Spawns the server with its settings plus `extra`, and waits until it accepts connections.
+    fn spawn(&mut self, extra: &[&str]) {
         let mut cmd = Command::new("redis-server");
         cmd.args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
             .arg("--dir")
@@ -68,10 +69,15 @@ impl Redis {
             .args(["--appendonly", "yes", "--appendfsync", self.appendfsync])
             .args(["--maxmemory-policy", "noeviction", "--save", ""])
             .args(&self.extra)
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         self.child = Some(cmd.spawn().expect("redis-server must be installed (infra/test installs it)"));
         assert!(wait_for_port(self.port, Duration::from_secs(10)), "redis did not start");
+    }
+
+    pub fn restart(&mut self) {
+        self.spawn(&[]);
         // Wait until the AOF is loaded and the server answers.
         let client = redis::Client::open(self.url()).unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -96,18 +102,7 @@ impl Redis {
     /// Starts the server again with `extra` settings for this start only, returning as soon as it
     /// accepts connections: while it loads its AOF it answers LOADING to every command.
     pub fn restart_loading(&mut self, extra: &[&str]) {
-        let mut cmd = Command::new("redis-server");
-        cmd.args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
-            .arg("--dir")
-            .arg(&self.dir)
-            .args(["--appendonly", "yes", "--appendfsync", self.appendfsync])
-            .args(["--maxmemory-policy", "noeviction", "--save", ""])
-            .args(&self.extra)
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        self.child = Some(cmd.spawn().expect("redis-server must be installed (infra/test installs it)"));
-        assert!(wait_for_port(self.port, Duration::from_secs(10)), "redis did not start");
+        self.spawn(extra);
     }
 }
 

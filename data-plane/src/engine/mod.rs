@@ -92,6 +92,7 @@ use aqs_core::ids::{MessageId, QueueId};
 use aqs_core::keys::Keys;
 use aqs_core::redis_conn::RedisConn;
 use redis::{Script, ScriptInvocation, Value};
+use reply::{Reply, Status, unexpected};
 use std::sync::Arc;
 
 /// Runs the message scripts for any queue. Cheap to clone; the console uses one directly.
@@ -152,6 +153,17 @@ impl Engine {
             .key(q.idempotency_prefix())
             .key(q.idempotency_index());
         inv
+    }
+
+    /// Runs a script whose reply opens with `ok`, or `no_queue` (`None`); any other status is an
+    /// internal error.
+    async fn run_found(&self, inv: &ScriptInvocation<'_>, script: &str) -> ApiResult<Option<Reply>> {
+        let mut reply = Reply::new(self.run(inv).await?)?;
+        match reply.status(script)? {
+            Status::Ok => Ok(Some(reply)),
+            Status::NoQueue => Ok(None),
+            other => Err(unexpected(script, other)),
+        }
     }
 
     /// EVALSHA (falling back to EVAL after a Redis restart emptied the script cache).
