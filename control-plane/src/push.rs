@@ -15,6 +15,7 @@ use crate::members::MemberId;
 use crate::projection::{self, ProjectedPush};
 use crate::push_url;
 use crate::queues;
+use crate::slug::Slug;
 use crate::state::ControlPlane;
 use crate::timefmt;
 use aqs_core::ids::QueueId;
@@ -231,7 +232,7 @@ pub(crate) async fn prefixes_of(cp: &ControlPlane, member: Uuid) -> ApiResult<Ve
 }
 
 /// Sets (creates or replaces) the queue's push target.
-pub async fn set(cp: &ControlPlane, member: MemberId, slug: &str, input: PushInput) -> ApiResult<PushSet> {
+pub async fn set(cp: &ControlPlane, member: MemberId, slug: &Slug, input: PushInput) -> ApiResult<PushSet> {
     let queue = queues::get(cp, member, slug).await?;
     let checked = check(input, queue.visibility_timeout_seconds)?;
     push_url::check_authorised(&checked.url, &callback_urls(cp, member).await?)?;
@@ -292,13 +293,13 @@ async fn refuse_if_pulled(cp: &ControlPlane, queue: QueueId) -> ApiResult<()> {
     Ok(())
 }
 
-pub async fn get(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<PushTarget> {
+pub async fn get(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<PushTarget> {
     let queue = queues::get(cp, member, slug).await?;
     find(cp, queue.id).await?.map(|row| row.target()).ok_or_else(not_set)
 }
 
 /// Stops push: the target and its secrets are forgotten; the delivery log stays.
-pub async fn stop(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<()> {
+pub async fn stop(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<()> {
     let queue = queues::get(cp, member, slug).await?;
     if !remove_target(cp, queue.id).await? {
         return Err(not_set());
@@ -327,7 +328,7 @@ pub(crate) async fn remove_target(cp: &ControlPlane, queue: QueueId) -> ApiResul
 
 /// A new signing secret, shown once; the replaced one keeps signing for 24 h (only the latest
 /// replaced secret: rotating twice within a day retires the first at once).
-pub async fn rotate_secret(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<PushSet> {
+pub async fn rotate_secret(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<PushSet> {
     let queue = queues::get(cp, member, slug).await?;
     let secret = limits::generate_secret();
     let mut tx = cp.db().begin().await.map_err(db_error)?;
@@ -351,7 +352,7 @@ pub async fn rotate_secret(cp: &ControlPlane, member: MemberId, slug: &str) -> A
 }
 
 /// The last deliveries (at most 20), newest first. Readable after push stopped too.
-pub async fn deliveries(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<Vec<PushDelivery>> {
+pub async fn deliveries(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<Vec<PushDelivery>> {
     let queue = queues::get(cp, member, slug).await?;
     let lines = cp.engine().push_log(queue.id, limits::LOG_LEN).await?;
     Ok(lines

@@ -8,7 +8,7 @@ use crate::db_error::db_error;
 use crate::members::MemberId;
 use crate::projection::{self, ProjectedToken};
 use crate::queues;
-use crate::slug;
+use crate::slug::Slug;
 use crate::state::ControlPlane;
 use crate::timefmt;
 use aqs_core::ids::QueueId;
@@ -98,19 +98,16 @@ impl From<TokenRow> for Token {
 }
 
 /// Mints a token for the member's queue `slug`.
-pub async fn mint(cp: &ControlPlane, member: MemberId, slug: &str, input: NewToken) -> ApiResult<CreatedToken> {
+pub async fn mint(cp: &ControlPlane, member: MemberId, slug: &Slug, input: NewToken) -> ApiResult<CreatedToken> {
     let name = check_name(&input.name)?;
     let scopes = check_scopes(&input.scopes)?;
-    if !slug::is_valid(slug) {
-        return Err(queues::not_found());
-    }
     let mut tx = cp.db().begin().await.map_err(db_error)?;
     // FOR SHARE holds off a concurrent delete of the queue until this token is committed, so the
     // delete then sees (and revokes) it; a queue deleted first is not found here.
     let queue: Uuid =
         sqlx::query_scalar("SELECT id FROM queues WHERE member_id = $1 AND slug = $2 AND deleted_at IS NULL FOR SHARE")
             .bind(member.as_uuid())
-            .bind(slug)
+            .bind(slug.as_str())
             .fetch_optional(&mut *tx)
             .await
             .map_err(db_error)?
@@ -151,7 +148,7 @@ pub(crate) async fn insert(
 
 /// The queue's tokens, oldest first, revoked ones included, with the last use the data plane
 /// recorded.
-pub async fn list(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<Vec<Token>> {
+pub async fn list(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<Vec<Token>> {
     let queue = queues::find(cp.db(), member, slug).await?.into_queue(cp.public_url());
     let rows = sqlx::query_as::<_, TokenRow>(&format!(
         "SELECT {COLUMNS} FROM tokens WHERE queue_id = $1 ORDER BY created_at, id"
@@ -186,12 +183,9 @@ async fn last_used(cp: &ControlPlane, queue: QueueId) -> HashMap<Uuid, DateTime<
 }
 
 /// Revokes a token of the member's queue; revoking a revoked token again is a no-op success.
-pub async fn revoke(cp: &ControlPlane, member: MemberId, slug: &str, token_id: &str) -> ApiResult<()> {
+pub async fn revoke(cp: &ControlPlane, member: MemberId, slug: &Slug, token_id: &str) -> ApiResult<()> {
     let not_found = || ApiError::not_found("no token with this id on this queue");
     let id = Uuid::try_parse(token_id).map_err(|_| not_found())?;
-    if !slug::is_valid(slug) {
-        return Err(queues::not_found());
-    }
     let hash: String = sqlx::query_scalar(
         "UPDATE tokens t SET revoked_at = COALESCE(t.revoked_at, now())
          FROM queues q
@@ -199,7 +193,7 @@ pub async fn revoke(cp: &ControlPlane, member: MemberId, slug: &str, token_id: &
          RETURNING t.secret_hash",
     )
     .bind(member.as_uuid())
-    .bind(slug)
+    .bind(slug.as_str())
     .bind(id)
     .fetch_optional(cp.db())
     .await
