@@ -129,7 +129,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Replaces `axum::serve` (its connection builder, watch channels and select per connection): with
 /// 10,000 idle long polls the process held 230 MiB instead of 305 MiB. What a held poll still costs
 /// is mostly hyper's 8 KiB read and 8 KiB write buffers, the task and the request's future.
-async fn serve_http(
+pub async fn serve_http(
     listener: TcpListener,
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
