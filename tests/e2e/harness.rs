@@ -8,9 +8,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
+/// A port nothing listens on, for a process to bind.
+pub use aqs_testkit::closed_port as free_port;
 
 fn wait_for_port(port: u16, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
@@ -115,8 +114,7 @@ impl Drop for Redis {
 
 /// A fresh database on the test PostgreSQL server, migrated by `aqs migrate`.
 pub async fn fresh_database() -> String {
-    let base = std::env::var("AQS_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+    let base = aqs_testkit::database_url();
     let name = unique("aqs_e2e_");
     let pool = sqlx::PgPool::connect(&base).await.expect("AQS_TEST_DATABASE_URL must reach PostgreSQL");
     sqlx::query(&format!("CREATE DATABASE {name}")).execute(&pool).await.unwrap();

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::collections::HashMap;
 
-pub use aqs_testkit::{PASSWORD, eventually, redis_url};
+pub use aqs_testkit::{PASSWORD, redis_url};
 
 pub struct TestApp {
     pub base: String,
