@@ -9,4 +9,5 @@ mod outages;
 mod push;
 mod readme;
 mod reliability;
+mod roles;
 mod startup;
