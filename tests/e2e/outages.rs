@@ -125,7 +125,7 @@ async fn while_redis_loads_its_aof_the_data_plane_answers_503_with_retry_after()
         expected.push("x".to_owned());
     }
     let mut delivered: Vec<String> = served("consume", 200)
-        .map(|(_, a)| a.body["messages"].as_array().unwrap().iter().map(|m| body_text(m)).collect())
+        .map(|(_, a)| a.body["messages"].as_array().unwrap().iter().map(body_text).collect())
         .unwrap_or_default();
     let acked_in_last_round = served("ack", 200).is_some_and(|(_, a)| a.body["acked"] == 1);
 
