@@ -51,7 +51,7 @@ impl ControlPlane {
         let cp = self.clone();
         tokio::spawn(async move {
             let mut synced = !resync;
-            let mut said_down = false;
+            let (mut said_down, mut said_resync_failed) = (false, false);
             loop {
                 let reachable = cp.probe().await;
                 let up = cp.database_is_up();
@@ -59,10 +59,12 @@ impl ControlPlane {
                     if !synced {
                         match cp.resync_projection().await {
                             Ok(()) => synced = true,
-                            Err(err) => {
-                                // Redis away, most likely: the next probe tries again.
+                            // Redis away, most likely: the next probe tries again (said once).
+                            Err(err) if !said_resync_failed => {
                                 tracing::warn!(error = ?err, "cannot re-sync the Redis projection yet; retrying");
+                                said_resync_failed = true;
                             }
+                            Err(_) => {}
                         }
                     }
                     if synced {
