@@ -75,10 +75,10 @@ pub async fn run(
     if config.runs(Role::Control) || config.runs(Role::Console) {
         let db = postgres_pool(&config)?;
         let control = aqs_control_plane::ControlPlane::new(&config, db, redis.clone()).await?;
-        // PostgreSQL is not waited for: its routes answer 503 until the watcher reaches it. The
-        // control role then rebuilds the projection before serving them, so that a Redis that lost
-        // it (or missed a change while unreachable) is repaired first.
-        background.push(control.watch_database(config.runs(Role::Control), cancel.clone()));
+        // PostgreSQL is looked at once, not waited for: if it is down, its routes answer 503 until
+        // the watcher reaches it. The control role rebuilds the projection before serving them, so
+        // that a Redis that lost it (or missed a change while unreachable) is repaired first.
+        background.push(control.watch_database(config.runs(Role::Control), cancel.clone()).await);
         if config.runs(Role::Control) {
             app = app.merge(aqs_control_plane::router(control.clone()));
         }

@@ -43,47 +43,22 @@ impl ControlPlane {
         self.database_state().up.load(Ordering::Acquire)
     }
 
-    /// Marks the database down and starts the loop that probes it until `shutdown`; `resync`: on
-    /// first contact, rewrite the Redis projection before serving (the control role's start-up
-    /// duty; a console-only process only reads).
-    pub fn watch_database(&self, resync: bool, shutdown: CancellationToken) -> JoinHandle<()> {
+    /// Marks the database down, looks once (so that a process whose database answers serves
+    /// everything from its first request, the projection re-synced), then keeps probing in the
+    /// background until `shutdown`. `resync`: on first contact, rewrite the Redis projection
+    /// before serving (the control role's start-up duty; a console-only process only reads).
+    /// The first look waits at most a probe's timeout when PostgreSQL is unreachable.
+    pub async fn watch_database(&self, resync: bool, shutdown: CancellationToken) -> JoinHandle<()> {
         self.database_state().up.store(false, Ordering::Release);
-        let cp = self.clone();
+        let mut watch = Watch { cp: self.clone(), synced: !resync, said_down: false, said_resync_failed: false };
+        watch.look().await;
         tokio::spawn(async move {
-            let mut synced = !resync;
-            let (mut said_down, mut said_resync_failed) = (false, false);
             loop {
-                let reachable = cp.probe().await;
-                let up = cp.database_is_up();
-                if reachable && !up {
-                    if !synced {
-                        match cp.resync_projection().await {
-                            Ok(()) => synced = true,
-                            // Redis away, most likely: the next probe tries again (said once).
-                            Err(err) if !said_resync_failed => {
-                                tracing::warn!(error = ?err, "cannot re-sync the Redis projection yet; retrying");
-                                said_resync_failed = true;
-                            }
-                            Err(_) => {}
-                        }
-                    }
-                    if synced {
-                        cp.database_state().up.store(true, Ordering::Release);
-                        tracing::info!("PostgreSQL is reachable; management and console are served");
-                        said_down = false;
-                    }
-                } else if !reachable && (up || !said_down) {
-                    cp.database_state().up.store(false, Ordering::Release);
-                    tracing::warn!(
-                        "PostgreSQL is unreachable; management and console routes answer 503 until it is back \
-                         (the data plane is not affected)"
-                    );
-                    said_down = true;
-                }
                 tokio::select! {
                     () = shutdown.cancelled() => return,
                     () = tokio::time::sleep(PROBE_EVERY) => {}
                 }
+                watch.look().await;
             }
         })
     }
@@ -91,6 +66,52 @@ impl ControlPlane {
     async fn probe(&self) -> bool {
         let ping = sqlx::query("SELECT 1").execute(self.db());
         matches!(tokio::time::timeout(PROBE_TIMEOUT, ping).await, Ok(Ok(_)))
+    }
+}
+
+/// The watcher's state between two looks.
+struct Watch {
+    cp: ControlPlane,
+    /// The projection was re-synced (or this process need not do it).
+    synced: bool,
+    /// Logged once per outage, and once per run of failed re-syncs.
+    said_down: bool,
+    said_resync_failed: bool,
+}
+
+impl Watch {
+    /// One probe, and what follows from it: up (after the re-sync, the first time) or down.
+    async fn look(&mut self) {
+        let cp = &self.cp;
+        let reachable = cp.probe().await;
+        let up = cp.database_is_up();
+        if reachable && !up {
+            if !self.synced {
+                match cp.resync_projection().await {
+                    Ok(()) => self.synced = true,
+                    // Redis away, most likely: the next look tries again.
+                    Err(err) if !self.said_resync_failed => {
+                        tracing::warn!(error = ?err, "cannot re-sync the Redis projection yet; retrying");
+                        self.said_resync_failed = true;
+                    }
+                    Err(_) => {}
+                }
+            }
+            if self.synced {
+                cp.database_state().up.store(true, Ordering::Release);
+                if self.said_down {
+                    tracing::info!("PostgreSQL is reachable again; management and console are served");
+                }
+                self.said_down = false;
+            }
+        } else if !reachable && (up || !self.said_down) {
+            cp.database_state().up.store(false, Ordering::Release);
+            tracing::warn!(
+                "PostgreSQL is unreachable; management and console routes answer 503 until it is back \
+                 (the data plane is not affected)"
+            );
+            self.said_down = true;
+        }
     }
 }
 

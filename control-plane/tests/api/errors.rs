@@ -73,7 +73,7 @@ async fn while_the_database_is_known_down_routes_answer_503_without_waiting_for_
     let redis = aqs_core::redis_conn::connect(&config.redis_urls()).await.unwrap();
     let cp = ControlPlane::new(&config, db, redis).await.unwrap();
     let shutdown = tokio_util::sync::CancellationToken::new();
-    let _watching = cp.watch_database(true, shutdown.clone());
+    let _watching = cp.watch_database(true, shutdown.clone()).await;
     assert!(!cp.database_is_up(), "down until a probe reaches it");
     let base = aqs_testkit::serve(router(cp), shutdown.clone()).await;
 
