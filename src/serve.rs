@@ -4,6 +4,7 @@
 use anyhow::Context;
 use aqs_core::ApiError;
 use aqs_core::config::{Config, Role};
+use aqs_core::keys::Keys;
 use aqs_core::redis_conn;
 use axum::Router;
 use hyper_util::rt::TokioIo;
@@ -21,6 +22,24 @@ pub fn init_tracing(filter: &str) {
     tracing_subscriber::fmt().with_env_filter(filter).with_target(false).init();
 }
 
+/// How long a request waits for a PostgreSQL connection before its 503: short, so that an outage
+/// the probe has not seen yet costs a request little (`aqs_control_plane::PROBE_EVERY`).
+const SERVE_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The serving pool, built without connecting: a process whose database is down still starts and
+/// serves what needs only Redis; `ControlPlane::watch_database` finds out when it is back.
+fn postgres_pool(config: &Config) -> anyhow::Result<sqlx::PgPool> {
+    if config.database_url.is_empty() {
+        anyhow::bail!("AQS_DATABASE_URL is not set");
+    }
+    sqlx::postgres::PgPoolOptions::new()
+        .max_connections(16)
+        .acquire_timeout(SERVE_ACQUIRE_TIMEOUT)
+        .connect_lazy(config.database_url.expose())
+        .context("AQS_DATABASE_URL is not a valid PostgreSQL URL")
+}
+
+/// A connected pool, for the one-shot commands (`migrate`, `admin`), which need the database now.
 pub async fn connect_postgres(config: &Config) -> anyhow::Result<sqlx::PgPool> {
     if config.database_url.is_empty() {
         anyhow::bail!("AQS_DATABASE_URL is not set");
@@ -44,29 +63,32 @@ pub async fn run(
     let mut app = Router::new();
     let mut background = Vec::new();
 
-    let data_plane = if config.runs(Role::Data) || config.runs(Role::Console) {
-        Some(aqs_data_plane::DataPlane::new(&config, redis.clone()).await?)
+    let data_plane = if config.runs(Role::Data) {
+        redis_conn::check_durability(&mut redis).await?;
+        let dp = aqs_data_plane::DataPlane::new(&config, redis.clone()).await?;
+        background.extend(aqs_data_plane::spawn_background(&dp, cancel.clone()));
+        app = app.merge(aqs_data_plane::router(dp.clone()));
+        Some(dp)
     } else {
         None
     };
-    if config.runs(Role::Data) {
-        redis_conn::check_durability(&mut redis).await?;
-        let dp = data_plane.clone().expect("built above for the data role");
-        background.extend(aqs_data_plane::spawn_background(&dp, cancel.clone()));
-        app = app.merge(aqs_data_plane::router(dp));
-    }
     if config.runs(Role::Control) || config.runs(Role::Console) {
-        let db = connect_postgres(&config).await?;
+        let db = postgres_pool(&config)?;
         let control = aqs_control_plane::ControlPlane::new(&config, db, redis.clone()).await?;
-        // The projection is rebuilt at every start so that a Redis that lost it (or missed a
-        // change while unreachable) is repaired before we serve.
-        control.resync_projection().await.context("re-syncing the Redis projection")?;
+        // PostgreSQL is looked at once, not waited for: if it is down, its routes answer 503 until
+        // the watcher reaches it. The control role rebuilds the projection before serving them, so
+        // that a Redis that lost it (or missed a change while unreachable) is repaired first.
+        background.push(control.watch_database(config.runs(Role::Control), cancel.clone()).await);
         if config.runs(Role::Control) {
             app = app.merge(aqs_control_plane::router(control.clone()));
         }
         if config.runs(Role::Console) {
-            let dp = data_plane.clone().expect("built above for the console role");
-            app = app.merge(aqs_console::router(&config, control, dp));
+            // The console reads messages through the engine alone: no data plane of its own.
+            let engine = match &data_plane {
+                Some(dp) => dp.engine.clone(),
+                None => aqs_data_plane::engine::Engine::new(redis.clone(), Keys::new(&config.redis_namespace)),
+            };
+            app = app.merge(aqs_console::router(&config, control, engine));
         }
     }
 
@@ -107,7 +129,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Replaces `axum::serve` (its connection builder, watch channels and select per connection): with
 /// 10,000 idle long polls the process held 230 MiB instead of 305 MiB. What a held poll still costs
 /// is mostly hyper's 8 KiB read and 8 KiB write buffers, the task and the request's future.
-async fn serve_http(
+pub async fn serve_http(
     listener: TcpListener,
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,

@@ -7,7 +7,7 @@ use crate::layout::Chrome;
 use aqs_core::ApiError;
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 #[derive(Debug)]
@@ -24,6 +24,22 @@ pub(crate) enum ConsoleError {
 }
 
 pub(crate) type PageResult<T = Response> = Result<T, ConsoleError>;
+
+/// The `Retry-After` of a 503 page.
+const RETRY_AFTER_SECS: u64 = 1;
+
+/// Layer on the pages: while PostgreSQL is down they answer the 503 page at once, without waiting
+/// for a connection. Static assets need no database and pass.
+pub(crate) async fn require_database(
+    axum::extract::State(state): axum::extract::State<crate::state::ConsoleState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if !state.control().database_is_up() && !request.uri().path().starts_with("/static/") {
+        return ConsoleError::Unavailable.into_response();
+    }
+    next.run(request).await
+}
 
 impl From<ApiError> for ConsoleError {
     fn from(err: ApiError) -> Self {
@@ -76,6 +92,11 @@ impl IntoResponse for ConsoleError {
             }
         };
         let page = ErrorPage { chrome: Chrome::bare(heading), heading, message };
-        (status, page).into_response()
+        let mut response = (status, page).into_response();
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            // As on the APIs: a browser or a script may come back after this many seconds.
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+        }
+        response
     }
 }

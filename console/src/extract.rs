@@ -5,7 +5,9 @@
 //!   a redirect to the log-in page;
 //! - [`CurrentOperator`]: a logged-in operator, or the 404 page for everyone else (logged out
 //!   included), so that operator pages do not reveal that they exist;
-//! - [`FormData`]: the posted fields, by name (the CSRF guard has already checked the token).
+//! - [`FormData`]: the posted fields, by name (the CSRF guard has already checked the token);
+//! - [`PagePath`]: the path's parameters, a queue's `Slug` parsed here once: a segment that is no
+//!   slug is the 404 page.
 
 use crate::cookies::{self, Cookies};
 use crate::csrf;
@@ -115,5 +117,19 @@ impl FromRequest<ConsoleState> for FormData {
             .await
             .map_err(|_| ConsoleError::BadRequest("The form is too large.".into()))?;
         Ok(Self(form_urlencoded::parse(&bytes).into_owned().collect()))
+    }
+}
+
+/// axum's `Path` whose failure (a segment that is no slug, bad percent-encoding) is the 404 page.
+pub(crate) struct PagePath<T>(pub T);
+
+impl<T: serde::de::DeserializeOwned + Send> FromRequestParts<ConsoleState> for PagePath<T> {
+    type Rejection = ConsoleError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &ConsoleState) -> Result<Self, Self::Rejection> {
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Path(value)) => Ok(Self(value)),
+            Err(_) => Err(ConsoleError::NotFound),
+        }
     }
 }

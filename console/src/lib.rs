@@ -31,16 +31,18 @@ mod tabs;
 
 use aqs_control_plane::ControlPlane;
 use aqs_core::config::Config;
-use aqs_data_plane::DataPlane;
+use aqs_data_plane::engine::Engine;
 use axum::Router;
 use axum::middleware;
 use axum::routing::{get, post};
 
 pub use tabs::Tab;
 
-/// The console's routes, to be merged into the binary's router.
-pub fn router(config: &Config, control: ControlPlane, data: DataPlane) -> Router {
-    let state = state::ConsoleState::new(config, control, data.engine.clone());
+/// The console's routes, to be merged into the binary's router. The console reads messages through
+/// the engine alone (a `DataPlane` converts into its engine), so a console-only process builds no
+/// data plane.
+pub fn router(config: &Config, control: ControlPlane, engine: impl Into<Engine>) -> Router {
+    let state = state::ConsoleState::new(config, control, engine.into());
     Router::new()
         .route("/", get(pages::queue_list::show))
         .route("/signup", get(pages::auth::signup_form).post(pages::auth::signup))
@@ -68,6 +70,7 @@ pub fn router(config: &Config, control: ControlPlane, data: DataPlane) -> Router
         )
         .route("/static/{file}", get(assets::serve))
         .layer(middleware::from_fn_with_state(state.clone(), csrf::guard))
+        .layer(middleware::from_fn_with_state(state.clone(), error::require_database))
         .layer(middleware::from_fn_with_state(state.clone(), headers::page_headers))
         .with_state(state)
 }

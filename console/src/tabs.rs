@@ -61,7 +61,7 @@ impl QueueNav {
         let base = format!("/queues/{}", queue.slug);
         Self {
             name: queue.name.clone(),
-            slug: queue.slug.clone(),
+            slug: queue.slug.to_string(),
             address: queue.address.clone(),
             paused: queue.paused,
             tabs: Tab::ALL

@@ -14,6 +14,7 @@
 
 pub mod admin;
 pub mod auth;
+mod database;
 mod db_error;
 pub mod members;
 mod password;
@@ -32,6 +33,7 @@ mod timefmt;
 pub mod tokens;
 
 pub use auth::{AuthMember, AuthOperator, Credentials, SignedIn};
+pub use database::{PROBE_EVERY, database_unavailable};
 pub use members::{Member, MemberId, Role, grant_operator};
 pub use queues::{NewQueue, Queue, QueueChanges};
 pub use routes::router;

@@ -25,12 +25,13 @@
 //! revoked token's record becomes a tombstone for a day (`revoke_token.lua`), which the late write
 //! of its mint skips (`put_token.lua`).
 
-use crate::redis_scan::keys_matching;
 use aqs_core::ApiError;
+use aqs_core::error::ApiResult;
 use aqs_core::ids::QueueId;
 use aqs_core::keys::Keys;
 use aqs_core::projection::{PushRecord, QueueMeta, TokenRecord};
 use aqs_core::redis_conn::RedisConn;
+use aqs_data_plane::engine::Engine;
 use redis::{RedisError, RedisResult, Script};
 use std::sync::LazyLock;
 
@@ -156,8 +157,26 @@ pub async fn remove_push(conn: &mut RedisConn, keys: &Keys, id: QueueId, revisio
     Ok(())
 }
 
-/// A deleted queue: unreachable first (slug, tokens), then every key of it, then the set entry.
+/// A deleted queue: unreachable first (slug, tokens), then every key of it (the engine's
+/// `drop_queue`: the storage has one owner), then the set entries. A Redis failure is a 503 that
+/// the re-sync repairs (the `queues` set entry goes last, so it still finds the queue).
 pub async fn remove_queue(
+    conn: &mut RedisConn,
+    keys: &Keys,
+    engine: &Engine,
+    id: QueueId,
+    slug: &str,
+    token_hashes: &[String],
+) -> ApiResult<()> {
+    make_unreachable(conn, keys, id, slug, token_hashes).await.map_err(failed)?;
+    engine.drop_queue(id).await?;
+    redis::cmd("SREM").arg(keys.push_queues()).arg(id.to_string()).query_async::<()>(conn).await.map_err(failed)?;
+    redis::cmd("SREM").arg(keys.queues()).arg(id.to_string()).query_async(conn).await.map_err(failed)
+}
+
+/// The slug and token records go, then the tombstone is set: from then on no request reaches the
+/// queue and no late meta write recreates it.
+async fn make_unreachable(
     conn: &mut RedisConn,
     keys: &Keys,
     id: QueueId,
@@ -169,35 +188,7 @@ pub async fn remove_queue(
         remove_token(conn, keys, hash).await?;
     }
     // Before the meta goes: a meta write that lands after this finds the tombstone and skips.
-    redis::cmd("SET").arg(keys.deleted_queue(id)).arg(1).arg("EX").arg(TOMBSTONE_SECS).query_async::<()>(conn).await?;
-    remove_queue_data(conn, keys, id).await?;
-    redis::cmd("SREM").arg(keys.push_queues()).arg(id.to_string()).query_async::<()>(conn).await?;
-    redis::cmd("SREM").arg(keys.queues()).arg(id.to_string()).query_async(conn).await
-}
-
-/// UNLINKs every key of a queue: the fixed ones, then whatever a SCAN of its hash tag finds
-/// (idempotency records, and keys other roles added with `QueueKeys::extra`).
-async fn remove_queue_data(conn: &mut RedisConn, keys: &Keys, id: QueueId) -> RedisResult<()> {
-    let q = keys.queue(id);
-    let fixed = [
-        q.meta(),
-        q.stream(),
-        q.lease(),
-        q.delayed(),
-        q.delayed_messages(),
-        q.dead_letters(),
-        q.stats(),
-        q.token_last_used(),
-        q.push(),
-        q.push_log(),
-    ];
-    // All of them share the queue's hash tag, so one multi-key UNLINK is valid on a cluster too.
-    redis::cmd("UNLINK").arg(&fixed).query_async::<()>(conn).await?;
-    let rest = keys_matching(conn, &q.pattern()).await?;
-    for chunk in rest.chunks(CHUNK) {
-        redis::cmd("UNLINK").arg(chunk).query_async::<()>(conn).await?;
-    }
-    Ok(())
+    redis::cmd("SET").arg(keys.deleted_queue(id)).arg(1).arg("EX").arg(TOMBSTONE_SECS).query_async(conn).await
 }
 
 /// Writes meta hashes (`put_meta.lua`) and the `queues` set entries of the queues not deleted.

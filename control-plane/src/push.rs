@@ -15,6 +15,7 @@ use crate::members::MemberId;
 use crate::projection::{self, ProjectedPush};
 use crate::push_url;
 use crate::queues;
+use crate::slug::Slug;
 use crate::state::ControlPlane;
 use crate::timefmt;
 use aqs_core::ids::QueueId;
@@ -231,7 +232,7 @@ pub(crate) async fn prefixes_of(cp: &ControlPlane, member: Uuid) -> ApiResult<Ve
 }
 
 /// Sets (creates or replaces) the queue's push target.
-pub async fn set(cp: &ControlPlane, member: MemberId, slug: &str, input: PushInput) -> ApiResult<PushSet> {
+pub async fn set(cp: &ControlPlane, member: MemberId, slug: &Slug, input: PushInput) -> ApiResult<PushSet> {
     let queue = queues::get(cp, member, slug).await?;
     let checked = check(input, queue.visibility_timeout_seconds)?;
     push_url::check_authorised(&checked.url, &callback_urls(cp, member).await?)?;
@@ -278,18 +279,10 @@ pub async fn set(cp: &ControlPlane, member: MemberId, slug: &str, input: PushInp
     Ok(PushSet { push: row.target(), signing_secret: inserted.then(|| Secret::new(secret)), created: inserted })
 }
 
-/// 409 while pull consumers hold live leases: push would share the queue with them. Leases a nack
-/// released (the `backoff` subset, same scores) are not held by anyone.
+/// 409 while pull consumers hold live leases (the engine counts them): push would share the queue
+/// with them.
 async fn refuse_if_pulled(cp: &ControlPlane, queue: QueueId) -> ApiResult<()> {
-    let q = cp.keys().queue(queue);
-    let after_now = format!("({}", now_ms());
-    let (leased, released): (i64, i64) = redis::pipe()
-        .zcount(q.lease(), &after_now, "+inf")
-        .zcount(q.backoff(), &after_now, "+inf")
-        .query_async(&mut cp.redis())
-        .await
-        .map_err(projection::failed)?;
-    let held = leased - released;
+    let held = cp.engine().held_leases(queue, now_ms()).await?;
     if held > 0 {
         return Err(ApiError::Conflict(format!(
             "pull consumers hold {held} live lease(s) on this queue; push and consume cannot run on one queue. \
@@ -300,13 +293,13 @@ async fn refuse_if_pulled(cp: &ControlPlane, queue: QueueId) -> ApiResult<()> {
     Ok(())
 }
 
-pub async fn get(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<PushTarget> {
+pub async fn get(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<PushTarget> {
     let queue = queues::get(cp, member, slug).await?;
     find(cp, queue.id).await?.map(|row| row.target()).ok_or_else(not_set)
 }
 
 /// Stops push: the target and its secrets are forgotten; the delivery log stays.
-pub async fn stop(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<()> {
+pub async fn stop(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<()> {
     let queue = queues::get(cp, member, slug).await?;
     if !remove_target(cp, queue.id).await? {
         return Err(not_set());
@@ -335,7 +328,7 @@ pub(crate) async fn remove_target(cp: &ControlPlane, queue: QueueId) -> ApiResul
 
 /// A new signing secret, shown once; the replaced one keeps signing for 24 h (only the latest
 /// replaced secret: rotating twice within a day retires the first at once).
-pub async fn rotate_secret(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<PushSet> {
+pub async fn rotate_secret(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<PushSet> {
     let queue = queues::get(cp, member, slug).await?;
     let secret = limits::generate_secret();
     let mut tx = cp.db().begin().await.map_err(db_error)?;
@@ -359,16 +352,9 @@ pub async fn rotate_secret(cp: &ControlPlane, member: MemberId, slug: &str) -> A
 }
 
 /// The last deliveries (at most 20), newest first. Readable after push stopped too.
-pub async fn deliveries(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<Vec<PushDelivery>> {
+pub async fn deliveries(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<Vec<PushDelivery>> {
     let queue = queues::get(cp, member, slug).await?;
-    let key = cp.keys().queue(queue.id).push_log();
-    let lines: Vec<String> = redis::cmd("LRANGE")
-        .arg(&key)
-        .arg(0)
-        .arg(limits::LOG_LEN - 1)
-        .query_async(&mut cp.redis())
-        .await
-        .map_err(projection::failed)?;
+    let lines = cp.engine().push_log(queue.id, limits::LOG_LEN).await?;
     Ok(lines
         .iter()
         .filter_map(|line| serde_json::from_str::<DeliveryRecord>(line).ok())

@@ -7,7 +7,7 @@ use crate::members::MemberId;
 use crate::projection;
 use crate::queue_settings::Settings;
 pub use crate::queue_settings::{NewQueue, QueueChanges};
-use crate::slug;
+use crate::slug::{self, Slug};
 use crate::state::ControlPlane;
 use crate::timefmt;
 use crate::tokens::{self, CreatedToken};
@@ -31,7 +31,7 @@ pub struct Queue {
     #[serde(serialize_with = "as_display")]
     pub id: QueueId,
     pub name: String,
-    pub slug: String,
+    pub slug: Slug,
     /// The base of the queue's data-plane API: `<public url>/queue/v1/<slug>`.
     pub address: String,
     pub visibility_timeout_seconds: u32,
@@ -55,7 +55,7 @@ impl Queue {
     pub fn meta(&self) -> QueueMeta {
         QueueMeta {
             id: self.id,
-            slug: self.slug.clone(),
+            slug: self.slug.to_string(),
             paused: self.paused,
             visibility_ms: u64::from(self.visibility_timeout_seconds) * 1000,
             max_attempts: self.max_attempts,
@@ -90,7 +90,7 @@ impl QueueRow {
             id: QueueId(self.id),
             address: format!("{public_url}/queue/v1/{}", self.slug),
             name: self.name,
-            slug: self.slug,
+            slug: Slug::stored(self.slug),
             visibility_timeout_seconds: self.visibility_timeout_seconds as u32,
             max_attempts: self.max_attempts as u32,
             payload_size: self.payload_size as u64,
@@ -185,20 +185,17 @@ pub async fn list(cp: &ControlPlane, member: MemberId) -> ApiResult<Vec<Queue>> 
     Ok(rows.into_iter().map(|row| row.into_queue(cp.public_url())).collect())
 }
 
-pub async fn get(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<Queue> {
+pub async fn get(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<Queue> {
     find(cp.db(), member, slug).await.map(|row| row.into_queue(cp.public_url()))
 }
 
 /// The member's live queue with this slug, or 404.
-pub(crate) async fn find(db: &PgPool, member: MemberId, slug: &str) -> ApiResult<QueueRow> {
-    if !slug::is_valid(slug) {
-        return Err(not_found());
-    }
+pub(crate) async fn find(db: &PgPool, member: MemberId, slug: &Slug) -> ApiResult<QueueRow> {
     sqlx::query_as::<_, QueueRow>(&format!(
         "SELECT {COLUMNS} FROM queues WHERE member_id = $1 AND slug = $2 AND deleted_at IS NULL"
     ))
     .bind(member.as_uuid())
-    .bind(slug)
+    .bind(slug.as_str())
     .fetch_optional(db)
     .await
     .map_err(db_error)?
@@ -211,11 +208,8 @@ pub(crate) fn not_found() -> ApiError {
 
 /// Changes any of name, visibility timeout, attempts, payload size and storage limit. The slug,
 /// and with it the address, stays as it was.
-pub async fn update(cp: &ControlPlane, member: MemberId, slug: &str, changes: QueueChanges) -> ApiResult<Queue> {
+pub async fn update(cp: &ControlPlane, member: MemberId, slug: &Slug, changes: QueueChanges) -> ApiResult<Queue> {
     let changes = changes.check()?;
-    if !slug::is_valid(slug) {
-        return Err(not_found());
-    }
     let row = sqlx::query_as::<_, QueueRow>(&format!(
         "UPDATE queues SET name = COALESCE($3, name),
                            visibility_timeout_seconds = COALESCE($4, visibility_timeout_seconds),
@@ -227,7 +221,7 @@ pub async fn update(cp: &ControlPlane, member: MemberId, slug: &str, changes: Qu
          RETURNING {COLUMNS}"
     ))
     .bind(member.as_uuid())
-    .bind(slug)
+    .bind(slug.as_str())
     .bind(changes.name)
     .bind(changes.visibility_timeout_seconds.map(|v| v as i32))
     .bind(changes.max_attempts.map(|v| v as i32))
@@ -241,24 +235,21 @@ pub async fn update(cp: &ControlPlane, member: MemberId, slug: &str, changes: Qu
 }
 
 /// Pausing stops publishes and deliveries; the data plane reads `paused` from the meta hash.
-pub async fn pause(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<Queue> {
+pub async fn pause(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<Queue> {
     set_paused(cp, member, slug, true).await
 }
 
-pub async fn resume(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<Queue> {
+pub async fn resume(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<Queue> {
     set_paused(cp, member, slug, false).await
 }
 
-async fn set_paused(cp: &ControlPlane, member: MemberId, slug: &str, paused: bool) -> ApiResult<Queue> {
-    if !slug::is_valid(slug) {
-        return Err(not_found());
-    }
+async fn set_paused(cp: &ControlPlane, member: MemberId, slug: &Slug, paused: bool) -> ApiResult<Queue> {
     let row = sqlx::query_as::<_, QueueRow>(&format!(
         "UPDATE queues SET paused = $3, revision = revision + 1, updated_at = now()
          WHERE member_id = $1 AND slug = $2 AND deleted_at IS NULL RETURNING {COLUMNS}"
     ))
     .bind(member.as_uuid())
-    .bind(slug)
+    .bind(slug.as_str())
     .bind(paused)
     .fetch_optional(cp.db())
     .await
@@ -274,17 +265,14 @@ async fn project_update(cp: &ControlPlane, queue: Queue) -> ApiResult<Queue> {
 
 /// Soft-deletes the queue (its row stays, its slug is freed), revokes its tokens, and removes it
 /// and all its messages from Redis.
-pub async fn delete(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<()> {
-    if !slug::is_valid(slug) {
-        return Err(not_found());
-    }
+pub async fn delete(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<()> {
     let mut tx = cp.db().begin().await.map_err(db_error)?;
     let (id, slug): (Uuid, String) = sqlx::query_as(
         "UPDATE queues SET deleted_at = now(), updated_at = now()
          WHERE member_id = $1 AND slug = $2 AND deleted_at IS NULL RETURNING id, slug",
     )
     .bind(member.as_uuid())
-    .bind(slug)
+    .bind(slug.as_str())
     .fetch_optional(&mut *tx)
     .await
     .map_err(db_error)?
@@ -293,5 +281,5 @@ pub async fn delete(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResul
     tx.commit().await.map_err(db_error)?;
     tracing::info!(queue = %QueueId(id), %slug, "queue deleted");
 
-    projection::remove_queue(&mut cp.redis(), cp.keys(), QueueId(id), &slug, &hashes).await.map_err(projection::failed)
+    projection::remove_queue(&mut cp.redis(), cp.keys(), cp.engine(), QueueId(id), &slug, &hashes).await
 }

@@ -94,11 +94,9 @@ impl ControlPlane {
     async fn remove_stale_pushes(&self) -> anyhow::Result<usize> {
         let members: Vec<String> =
             redis::cmd("SMEMBERS").arg(self.keys().push_queues()).query_async(&mut self.redis()).await?;
-        let pattern = format!("{}:{{q:*}}:push", self.keys().namespace());
-        let records = keys_matching(&mut self.redis(), &pattern).await?;
+        let records = keys_matching(&mut self.redis(), &self.keys().push_pattern()).await?;
         let mut ids: Vec<QueueId> = members.iter().filter_map(|m| QueueId::parse(m)).collect();
-        // The queue id sits in the hash tag, as in a wake channel name.
-        ids.extend(records.iter().filter_map(|key| aqs_core::keys::queue_of_wake_channel(key)));
+        ids.extend(records.iter().filter_map(|key| aqs_core::keys::queue_of_key(key)));
         ids.sort_by_key(|id| id.0);
         ids.dedup();
         let uuids: Vec<Uuid> = ids.iter().map(|id| id.0).collect();
@@ -168,7 +166,8 @@ impl ControlPlane {
                 .bind(id)
                 .fetch_all(self.db())
                 .await?;
-            projection::remove_queue(&mut self.redis(), self.keys(), QueueId(id), &slug, &hashes).await?;
+            projection::remove_queue(&mut self.redis(), self.keys(), self.engine(), QueueId(id), &slug, &hashes)
+                .await?;
             finished += 1;
         }
         Ok(finished)

@@ -2,6 +2,9 @@
 //! queue's name, globally unique among live queues, and fixed for the queue's life (renaming a
 //! queue keeps its address).
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+
 pub const SLUG_MAX_LEN: usize = 48;
 const SUFFIX_LEN: usize = 4;
 const SUFFIX_CHARS: &[u8; 36] = b"abcdefghijklmnopqrstuvwxyz0123456789";
@@ -40,7 +43,56 @@ pub fn with_random_suffix(base: &str) -> String {
     format!("{base}-{suffix}")
 }
 
-/// True when `text` could be a slug we made; a path that fails this is a 404 without a query.
+/// A queue slug, checked once where it enters (a path segment: `ApiPath<Slug>` in the API, the
+/// console's `PagePath<Slug>`): a segment that could not be a slug we made is a 404 without a query,
+/// and every service function takes a `&Slug`, so none checks again.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Slug(String);
+
+impl Slug {
+    pub fn parse(text: &str) -> Option<Self> {
+        is_valid(text).then(|| Self(text.to_owned()))
+    }
+
+    /// A slug read back from PostgreSQL: made by [`derive`] or [`with_random_suffix`], so valid.
+    pub(crate) fn stored(text: String) -> Self {
+        debug_assert!(is_valid(&text), "{text:?}");
+        Self(text)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Serialize for Slug {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl std::ops::Deref for Slug {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Slug {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Slug {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Self::parse(&text).ok_or_else(|| serde::de::Error::custom("not a queue slug"))
+    }
+}
+
+/// True when `text` could be a slug we made.
 pub fn is_valid(text: &str) -> bool {
     !text.is_empty()
         && text.len() <= SLUG_MAX_LEN
@@ -89,7 +141,11 @@ mod tests {
     fn rejects_what_we_never_make() {
         for bad in ["", "-a", "a-", "a--b", "A", "a_b", "a b", &"a".repeat(49)] {
             assert!(!is_valid(bad), "{bad:?}");
+            assert_eq!(Slug::parse(bad), None, "{bad:?}");
+            assert!(serde_json::from_value::<Slug>(serde_json::Value::from(bad)).is_err(), "{bad:?}");
         }
         assert!(is_valid("image-jobs-x7k2"));
+        let slug: Slug = serde_json::from_str("\"image-jobs-x7k2\"").unwrap();
+        assert_eq!((slug.as_str(), slug.to_string()), ("image-jobs-x7k2", "image-jobs-x7k2".to_owned()));
     }
 }

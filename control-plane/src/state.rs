@@ -1,10 +1,12 @@
 //! `ControlPlane`: the shared state of every control-plane route and service function, the stores
 //! and the few configuration values the control plane needs.
 
+use crate::database::DatabaseState;
 use crate::session::SessionKeys;
 use aqs_core::config::Config;
 use aqs_core::keys::Keys;
 use aqs_core::redis_conn::RedisConn;
+use aqs_data_plane::engine::Engine;
 use sqlx::PgPool;
 use std::sync::Arc;
 
@@ -18,10 +20,13 @@ struct Inner {
     db: PgPool,
     redis: RedisConn,
     keys: Keys,
+    /// The one owner of the queues' storage: the control plane asks it, never reads its keys.
+    engine: Engine,
     public_url: String,
     operator_emails: Vec<String>,
     sessions: SessionKeys,
     push_allow_private_networks: bool,
+    database: DatabaseState,
 }
 
 impl ControlPlane {
@@ -32,12 +37,14 @@ impl ControlPlane {
         Ok(Self {
             inner: Arc::new(Inner {
                 db,
+                engine: Engine::new(redis.clone(), Keys::new(&config.redis_namespace)),
                 redis,
                 keys: Keys::new(&config.redis_namespace),
                 public_url: config.public_url.trim_end_matches('/').to_owned(),
                 operator_emails: config.operator_emails(),
                 sessions: SessionKeys::new(config.session_secret.expose().as_bytes()),
                 push_allow_private_networks: config.push_allow_private_networks,
+                database: DatabaseState::default(),
             }),
         })
     }
@@ -53,6 +60,11 @@ impl ControlPlane {
 
     pub fn keys(&self) -> &Keys {
         &self.inner.keys
+    }
+
+    /// The message engine, for what the control plane needs of a queue's storage.
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
     }
 
     /// The address users reach the service at, without a trailing slash.
@@ -71,5 +83,9 @@ impl ControlPlane {
 
     pub(crate) fn sessions(&self) -> &SessionKeys {
         &self.inner.sessions
+    }
+
+    pub(crate) fn database_state(&self) -> &DatabaseState {
+        &self.inner.database
     }
 }

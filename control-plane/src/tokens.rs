@@ -8,7 +8,7 @@ use crate::db_error::db_error;
 use crate::members::MemberId;
 use crate::projection::{self, ProjectedToken};
 use crate::queues;
-use crate::slug;
+use crate::slug::Slug;
 use crate::state::ControlPlane;
 use crate::timefmt;
 use aqs_core::ids::QueueId;
@@ -69,7 +69,7 @@ impl CreatedToken {
     }
 }
 
-const COLUMNS: &str = "id, name, scopes, last_four, created_at, last_used_at, revoked_at";
+const COLUMNS: &str = "id, name, scopes, last_four, created_at, revoked_at";
 
 #[derive(sqlx::FromRow)]
 struct TokenRow {
@@ -78,7 +78,6 @@ struct TokenRow {
     scopes: Vec<String>,
     last_four: String,
     created_at: DateTime<Utc>,
-    last_used_at: Option<DateTime<Utc>>,
     revoked_at: Option<DateTime<Utc>>,
 }
 
@@ -91,26 +90,24 @@ impl From<TokenRow> for Token {
             scopes: row.scopes.iter().filter_map(|s| Scope::parse(s)).collect(),
             last_four: row.last_four,
             created_at: row.created_at,
-            last_used_at: row.last_used_at,
+            // Recorded by the data plane in Redis; `list` fills it in.
+            last_used_at: None,
             revoked_at: row.revoked_at,
         }
     }
 }
 
 /// Mints a token for the member's queue `slug`.
-pub async fn mint(cp: &ControlPlane, member: MemberId, slug: &str, input: NewToken) -> ApiResult<CreatedToken> {
+pub async fn mint(cp: &ControlPlane, member: MemberId, slug: &Slug, input: NewToken) -> ApiResult<CreatedToken> {
     let name = check_name(&input.name)?;
     let scopes = check_scopes(&input.scopes)?;
-    if !slug::is_valid(slug) {
-        return Err(queues::not_found());
-    }
     let mut tx = cp.db().begin().await.map_err(db_error)?;
     // FOR SHARE holds off a concurrent delete of the queue until this token is committed, so the
     // delete then sees (and revokes) it; a queue deleted first is not found here.
     let queue: Uuid =
         sqlx::query_scalar("SELECT id FROM queues WHERE member_id = $1 AND slug = $2 AND deleted_at IS NULL FOR SHARE")
             .bind(member.as_uuid())
-            .bind(slug)
+            .bind(slug.as_str())
             .fetch_optional(&mut *tx)
             .await
             .map_err(db_error)?
@@ -149,9 +146,9 @@ pub(crate) async fn insert(
     Ok(CreatedToken { token: row.into(), secret })
 }
 
-/// The queue's tokens, oldest first, revoked ones included. `last_used_at` is the later of the
-/// PostgreSQL column and what the data plane recorded in Redis.
-pub async fn list(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<Vec<Token>> {
+/// The queue's tokens, oldest first, revoked ones included, with the last use the data plane
+/// recorded.
+pub async fn list(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<Vec<Token>> {
     let queue = queues::find(cp.db(), member, slug).await?.into_queue(cp.public_url());
     let rows = sqlx::query_as::<_, TokenRow>(&format!(
         "SELECT {COLUMNS} FROM tokens WHERE queue_id = $1 ORDER BY created_at, id"
@@ -165,38 +162,30 @@ pub async fn list(cp: &ControlPlane, member: MemberId, slug: &str) -> ApiResult<
         .into_iter()
         .map(Token::from)
         .map(|mut token| {
-            token.last_used_at = token.last_used_at.max(used.get(&token.id).copied());
+            token.last_used_at = used.get(&token.id).copied();
             token
         })
         .collect())
 }
 
-/// token id → last use, from the hash the data plane writes. Only a display hint: when Redis is
-/// unreachable the listing still answers, with the PostgreSQL values.
+/// token id → last use, as the data plane recorded it. Only a display hint: when Redis is
+/// unreachable the listing still answers, without them.
 async fn last_used(cp: &ControlPlane, queue: QueueId) -> HashMap<Uuid, DateTime<Utc>> {
-    let key = cp.keys().queue(queue).token_last_used();
-    let raw: HashMap<String, String> = match redis::cmd("HGETALL").arg(&key).query_async(&mut cp.redis()).await {
-        Ok(raw) => raw,
+    match cp.engine().token_last_uses(queue).await {
+        Ok(used) => {
+            used.into_iter().filter_map(|(id, ms)| Some((id, DateTime::from_timestamp_millis(ms as i64)?))).collect()
+        }
         Err(err) => {
             tracing::warn!(error = %err, %queue, "cannot read token last-use times; listing without them");
-            return HashMap::new();
+            HashMap::new()
         }
-    };
-    raw.into_iter()
-        .filter_map(|(id, ms)| {
-            let at = DateTime::from_timestamp_millis(ms.parse().ok()?)?;
-            Some((Uuid::try_parse(&id).ok()?, at))
-        })
-        .collect()
+    }
 }
 
 /// Revokes a token of the member's queue; revoking a revoked token again is a no-op success.
-pub async fn revoke(cp: &ControlPlane, member: MemberId, slug: &str, token_id: &str) -> ApiResult<()> {
+pub async fn revoke(cp: &ControlPlane, member: MemberId, slug: &Slug, token_id: &str) -> ApiResult<()> {
     let not_found = || ApiError::not_found("no token with this id on this queue");
     let id = Uuid::try_parse(token_id).map_err(|_| not_found())?;
-    if !slug::is_valid(slug) {
-        return Err(queues::not_found());
-    }
     let hash: String = sqlx::query_scalar(
         "UPDATE tokens t SET revoked_at = COALESCE(t.revoked_at, now())
          FROM queues q
@@ -204,7 +193,7 @@ pub async fn revoke(cp: &ControlPlane, member: MemberId, slug: &str, token_id: &
          RETURNING t.secret_hash",
     )
     .bind(member.as_uuid())
-    .bind(slug)
+    .bind(slug.as_str())
     .bind(id)
     .fetch_optional(cp.db())
     .await

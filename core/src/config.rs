@@ -120,10 +120,12 @@ impl Config {
         if roles.iter().any(|r| matches!(r, Role::Control | Role::Console)) && self.database_url.is_empty() {
             bail!("AQS_DATABASE_URL is not set (the control and console roles need PostgreSQL)");
         }
-        if self.session_secret.expose().len() < 32 {
+        // Each secret is asked only of the roles that use it: sessions are signed by the control
+        // plane and the console, receipts by the data plane.
+        if roles.iter().any(|r| matches!(r, Role::Control | Role::Console)) && self.session_secret.expose().len() < 32 {
             bail!("AQS_SESSION_SECRET must be at least 32 characters");
         }
-        if self.receipt_secret.expose().len() < 32 {
+        if roles.contains(&Role::Data) && self.receipt_secret.expose().len() < 32 {
             bail!("AQS_RECEIPT_SECRET must be at least 32 characters");
         }
         if self.redis_namespace.is_empty() || self.redis_namespace.contains(['{', '}', ':', ' ']) {
@@ -197,6 +199,37 @@ mod tests {
         config.roles = "data".into();
         config.database_url = Secret::new("");
         assert!(config.validate().is_ok(), "the data role alone needs no PostgreSQL");
+    }
+
+    #[test]
+    fn each_role_is_asked_only_for_what_it_uses() {
+        let only = |roles: &str| {
+            let mut config = Config::for_tests("", "redis://x", "t");
+            config.roles = roles.into();
+            config.session_secret = Secret::new("");
+            config.receipt_secret = Secret::new("");
+            config
+        };
+        let err = |config: &Config| config.validate().unwrap_err().to_string();
+
+        let mut data = only("data");
+        assert!(err(&data).contains("AQS_RECEIPT_SECRET"), "{}", err(&data));
+        data.receipt_secret = Secret::new("r".repeat(32));
+        assert!(data.validate().is_ok(), "the data role needs neither PostgreSQL nor the session secret");
+
+        for role in ["control", "console"] {
+            let mut config = only(role);
+            assert!(err(&config).contains("AQS_DATABASE_URL"), "{role}: {}", err(&config));
+            config.database_url = Secret::new("postgres://x");
+            assert!(err(&config).contains("AQS_SESSION_SECRET"), "{role}: {}", err(&config));
+            config.session_secret = Secret::new("s".repeat(32));
+            assert!(config.validate().is_ok(), "{role} needs no receipt secret");
+        }
+
+        let mut all = only("data,control,console");
+        all.database_url = Secret::new("postgres://x");
+        all.session_secret = Secret::new("s".repeat(32));
+        assert!(err(&all).contains("AQS_RECEIPT_SECRET"), "{}", err(&all));
     }
 
     #[test]

@@ -130,13 +130,51 @@ impl ApiError {
     }
 }
 
+/// Whether Redis cannot serve right now but will again: unreachable, or still loading its dataset
+/// after a restart (the window grows with the AOF), or a cluster mid-failover.
+pub fn redis_is_unavailable(err: &redis::RedisError) -> bool {
+    use redis::{ErrorKind, ServerErrorKind};
+    err.is_io_error()
+        || err.is_connection_dropped()
+        || err.is_timeout()
+        || err.is_connection_refusal()
+        || matches!(
+            err.kind(),
+            ErrorKind::Server(
+                ServerErrorKind::BusyLoading | ServerErrorKind::ClusterDown | ServerErrorKind::MasterDown
+            )
+        )
+}
+
+/// Nothing is logged here: the 503 is logged where it is answered ([`IntoResponse`], at most once
+/// per [`OUTAGE_LOG_EVERY`]) and a background loop logs its own outage once, so an outage is not
+/// logged once per failed call.
 impl From<redis::RedisError> for ApiError {
     fn from(err: redis::RedisError) -> Self {
-        if err.is_io_error() || err.is_connection_dropped() || err.is_timeout() || err.is_connection_refusal() {
-            tracing::warn!(error = %err, "redis unreachable");
+        if redis_is_unavailable(&err) {
             return Self::unavailable("storage");
         }
         Self::Internal(anyhow::Error::new(err).context("redis"))
+    }
+}
+
+/// How often a process says that it answers 503 while a store is away.
+pub const OUTAGE_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Logs a 503 answer at most once per [`OUTAGE_LOG_EVERY`], with how many went unsaid.
+fn log_unavailable(message: &str) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST_SAID_S: AtomicU64 = AtomicU64::new(0);
+    static UNSAID: AtomicU64 = AtomicU64::new(0);
+    let now_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let last = LAST_SAID_S.load(Ordering::Relaxed);
+    if now_s >= last + OUTAGE_LOG_EVERY.as_secs()
+        && LAST_SAID_S.compare_exchange(last, now_s, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+    {
+        let unsaid = UNSAID.swap(0, Ordering::Relaxed);
+        tracing::warn!(unsaid, "answering 503: {message}");
+    } else {
+        UNSAID.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -147,6 +185,10 @@ impl IntoResponse for ApiError {
             Self::Internal(err) => {
                 tracing::error!(error = ?err, "internal error");
                 "internal error; the request may be retried".to_owned()
+            }
+            Self::ServiceUnavailable { message, .. } => {
+                log_unavailable(message);
+                message.clone()
             }
             other => other.to_string(),
         };
@@ -172,6 +214,54 @@ mod tests {
         assert_eq!(err.status(), StatusCode::PAYLOAD_TOO_LARGE);
         assert_eq!(err.code(), "payload_too_large");
         assert_eq!(err.to_string(), "messages[3]: too big");
+    }
+
+    #[test]
+    fn redis_loading_its_dataset_is_503_with_retry_after() {
+        use redis::{ErrorKind, RedisError, ServerErrorKind};
+        let loading = RedisError::from((
+            ErrorKind::Server(ServerErrorKind::BusyLoading),
+            "LOADING Redis is loading the dataset in memory",
+        ));
+        let response = ApiError::from(loading).into_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "1");
+        let refused = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        assert_eq!(ApiError::from(refused).code(), "service_unavailable");
+        let script_error = RedisError::from((ErrorKind::Server(ServerErrorKind::ResponseError), "ERR bad script"));
+        assert_eq!(ApiError::from(script_error).code(), "internal");
+    }
+
+    /// Counts the events emitted while it is the default subscriber.
+    #[derive(Default)]
+    struct Counting(std::sync::atomic::AtomicUsize);
+
+    impl tracing::Subscriber for Counting {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, _: &tracing::Event<'_>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    #[test]
+    fn converting_a_redis_error_logs_nothing() {
+        let counting = std::sync::Arc::new(Counting::default());
+        tracing::subscriber::with_default(counting.clone(), || {
+            for _ in 0..100 {
+                let refused = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+                assert_eq!(ApiError::from(refused).code(), "service_unavailable");
+            }
+        });
+        assert_eq!(counting.0.load(std::sync::atomic::Ordering::Relaxed), 0, "the caller logs, once");
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! | `NS:{q:ID}:dlq` | stream | dead letters with reason, attempts, dead-at |
 //! | `NS:{q:ID}:dlq:ix` | hash | message id → dead-letter stream id |
 //! | `NS:{q:ID}:idem:<key>` | string | idempotency record |
+//! | `NS:{q:ID}:idem_ix` | zset | idempotency key → when its record expires (ms; +inf while its message is stored) |
 //! | `NS:{q:ID}:stats` | hash | stored bytes and per-UTC-day counters |
 //! | `NS:{q:ID}:budget` | hash | replica id → its storage lease, `bytes:expires_ms` |
 //! | `NS:{q:ID}:wake` | channel | published to when a message becomes ready and a long poll may wait |
@@ -90,6 +91,11 @@ impl Keys {
         format!("{}:push", self.ns)
     }
 
+    /// Pattern matching every queue's push record, for the start-up re-sync.
+    pub fn push_pattern(&self) -> String {
+        format!("{}:{{q:*}}:push", self.ns)
+    }
+
     /// Pattern for the wake-up channels of every queue.
     pub fn wake_pattern(&self) -> String {
         format!("{}:{{q:*}}:wake", self.ns)
@@ -149,6 +155,11 @@ impl QueueKeys {
     pub fn idempotency_prefix(&self) -> String {
         self.key("idem:")
     }
+    /// Every idempotency record of the queue with its expiry, so that deleting the queue finds
+    /// them without a keyspace scan. Outside `idem:` so that no user key can name it.
+    pub fn idempotency_index(&self) -> String {
+        self.key("idem_ix")
+    }
     pub fn stats(&self) -> String {
         self.key("stats")
     }
@@ -172,11 +183,7 @@ impl QueueKeys {
     pub fn push_log(&self) -> String {
         self.key("push:log")
     }
-    /// Any further per-queue key a role needs (a push cursor, a rate-limit bucket): still tagged.
-    pub fn extra(&self, suffix: &str) -> String {
-        self.key(suffix)
-    }
-    /// Pattern matching every key of this queue, for deletion.
+    /// Pattern matching every key of this queue (tests check that a deleted queue left none).
     pub fn pattern(&self) -> String {
         format!("{}:*", self.prefix)
     }
@@ -184,9 +191,14 @@ impl QueueKeys {
 
 /// The queue id inside a wake channel name, `NS:{q:ID}:wake`.
 pub fn queue_of_wake_channel(channel: &str) -> Option<QueueId> {
-    let start = channel.find("{q:")? + 3;
-    let end = start + channel[start..].find('}')?;
-    QueueId::parse(&channel[start..end])
+    queue_of_key(channel)
+}
+
+/// The queue id in the hash tag of one of its keys, `NS:{q:ID}:…`.
+pub fn queue_of_key(key: &str) -> Option<QueueId> {
+    let start = key.find("{q:")? + 3;
+    let end = start + key[start..].find('}')?;
+    QueueId::parse(&key[start..end])
 }
 
 #[cfg(test)]
@@ -205,6 +217,13 @@ mod tests {
             keys.dead_letters(),
             keys.budget(),
             keys.idempotency("k"),
+            keys.idempotency_index(),
+            keys.backoff(),
+            keys.errors(),
+            keys.dead_letter_index(),
+            keys.delayed_messages(),
+            keys.stats(),
+            keys.token_last_used(),
             keys.wake(),
             keys.push(),
             keys.push_log(),

@@ -8,7 +8,9 @@
 //!   there, `w` (until when a long poll may wait), so that publish reads it with the settings; the
 //!   projection writes its fields with HSET and never deletes the hash while the queue lives.
 //! - `NS:slug:<slug>` (string): the queue id.
-//! - `NS:token:<sha256>` (hash, `TokenRecord`): deleted on revocation.
+//! - `NS:token:<sha256>` (hash, `TokenRecord`): on revocation it becomes a tombstone,
+//!   `{revoked = 1}`, for a day (no record version: the data plane reads it as no token), so that
+//!   the late projection write of the token's mint cannot make it valid again.
 //! - `NS:queues` (set): ids of live queues.
 //! - `NS:{q:ID}:push` (hash, `PushRecord`) and `NS:push` (set of those queue ids): the queue's push
 //!   target, read by the data plane's dispatchers. It carries the signing secrets (the data plane

@@ -79,13 +79,10 @@ impl QueueContext {
 }
 
 fn record_last_use(state: &DataPlane, queue: QueueId, token_id: uuid::Uuid, now: u64) {
-    let key = state.engine.keys().queue(queue).token_last_used();
-    let mut conn = state.engine.conn();
+    let engine = state.engine.clone();
     tokio::spawn(async move {
-        let written: redis::RedisResult<i64> =
-            redis::cmd("HSET").arg(key).arg(token_id.to_string()).arg(now).query_async(&mut conn).await;
-        if let Err(err) = written {
-            tracing::warn!(error = %err, %token_id, "could not record the token's last use");
+        if let Err(err) = engine.record_token_use(queue, token_id, now).await {
+            tracing::debug!(error = %err, %token_id, "could not record the token's last use");
         }
     });
 }

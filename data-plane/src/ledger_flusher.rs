@@ -23,7 +23,7 @@ pub fn spawn(state: DataPlane, shutdown: CancellationToken) -> JoinHandle<()> {
             }
             match state.engine.flush_ledger(false).await {
                 Ok(()) if failing => {
-                    tracing::info!("the publish ledger is written again");
+                    tracing::info!("Redis answers again; the publish ledger is written");
                     failing = false;
                 }
                 Ok(()) => {}

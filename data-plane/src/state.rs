@@ -41,6 +41,13 @@ pub struct Shared {
     pub(crate) push: Arc<PushClient>,
 }
 
+/// What the console needs of a data plane: its engine.
+impl From<DataPlane> for Engine {
+    fn from(data: DataPlane) -> Self {
+        data.engine.clone()
+    }
+}
+
 impl DataPlane {
     /// Builds the state and loads every script (a Lua error fails here, not on a request). Does
     /// not check Redis durability: the binary calls `redis_conn::check_durability`.

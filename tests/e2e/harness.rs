@@ -9,9 +9,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
+/// A port nothing listens on, for a process to bind.
+pub use aqs_testkit::closed_port as free_port;
 
 fn wait_for_port(port: u16, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
@@ -61,7 +60,8 @@ impl Redis {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
-    pub fn restart(&mut self) {
+    /// Spawns the server with its settings plus `extra`, and waits until it accepts connections.
+    fn spawn(&mut self, extra: &[&str]) {
         let mut cmd = Command::new("redis-server");
         cmd.args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
             .arg("--dir")
@@ -69,10 +69,15 @@ impl Redis {
             .args(["--appendonly", "yes", "--appendfsync", self.appendfsync])
             .args(["--maxmemory-policy", "noeviction", "--save", ""])
             .args(&self.extra)
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         self.child = Some(cmd.spawn().expect("redis-server must be installed (infra/test installs it)"));
         assert!(wait_for_port(self.port, Duration::from_secs(10)), "redis did not start");
+    }
+
+    pub fn restart(&mut self) {
+        self.spawn(&[]);
         // Wait until the AOF is loaded and the server answers.
         let client = redis::Client::open(self.url()).unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -93,6 +98,12 @@ impl Redis {
             child.wait().unwrap();
         }
     }
+
+    /// Starts the server again with `extra` settings for this start only, returning as soon as it
+    /// accepts connections: while it loads its AOF it answers LOADING to every command.
+    pub fn restart_loading(&mut self, extra: &[&str]) {
+        self.spawn(extra);
+    }
 }
 
 impl Drop for Redis {
@@ -104,8 +115,7 @@ impl Drop for Redis {
 
 /// A fresh database on the test PostgreSQL server, migrated by `aqs migrate`.
 pub async fn fresh_database() -> String {
-    let base = std::env::var("AQS_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+    let base = aqs_testkit::database_url();
     let name = unique("aqs_e2e_");
     let pool = sqlx::PgPool::connect(&base).await.expect("AQS_TEST_DATABASE_URL must reach PostgreSQL");
     sqlx::query(&format!("CREATE DATABASE {name}")).execute(&pool).await.unwrap();
@@ -200,6 +210,12 @@ impl Server {
             child.kill().unwrap();
             child.wait().unwrap();
         }
+    }
+
+    /// Changes one setting for the next `restart`.
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.to_owned(), value.to_owned()));
     }
 }
 

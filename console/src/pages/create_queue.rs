@@ -128,7 +128,7 @@ pub(crate) async fn submit(State(state): State<ConsoleState>, member: CurrentMem
                 let page = CreatedPage {
                     chrome: member.chrome(format!("Created {}", queue.name)),
                     name: queue.name,
-                    slug: queue.slug,
+                    slug: queue.slug.to_string(),
                     address: queue.address,
                     secret: token.secret.expose().to_owned(),
                 };

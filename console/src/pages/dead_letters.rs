@@ -3,6 +3,7 @@
 
 use super::load_queue;
 use crate::error::{ConsoleError, PageResult};
+use crate::extract::PagePath;
 use crate::extract::{CurrentMember, FormData};
 use crate::flash;
 use crate::format;
@@ -10,12 +11,13 @@ use crate::layout::Chrome;
 use crate::preview::{self, BodyPreview};
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
+use aqs_control_plane::slug::Slug;
 use aqs_core::ids::MessageId;
 use aqs_core::time::now_ms;
 use aqs_data_plane::engine::Selection;
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::response::Response;
 use serde::Deserialize;
 
@@ -76,7 +78,7 @@ impl Action {
 pub(crate) async fn show(
     State(state): State<ConsoleState>,
     member: CurrentMember,
-    Path(slug): Path<String>,
+    PagePath(slug): PagePath<Slug>,
 ) -> PageResult<impl axum::response::IntoResponse> {
     let queue = load_queue(&state, &member, &slug).await?;
     let letters = state.engine().dead_letters(queue.id, LIST_LIMIT).await?.unwrap_or_default();
@@ -113,7 +115,7 @@ fn message_id(id: Option<&str>) -> PageResult<Option<String>> {
 pub(crate) async fn confirm(
     State(state): State<ConsoleState>,
     member: CurrentMember,
-    Path((slug, action)): Path<(String, String)>,
+    PagePath((slug, action)): PagePath<(Slug, String)>,
     Query(target): Query<Target>,
 ) -> PageResult<impl axum::response::IntoResponse> {
     let action = Action::parse(&action)?;
@@ -150,7 +152,7 @@ pub(crate) async fn confirm(
 pub(crate) async fn act(
     State(state): State<ConsoleState>,
     member: CurrentMember,
-    Path((slug, action)): Path<(String, String)>,
+    PagePath((slug, action)): PagePath<(Slug, String)>,
     form: FormData,
 ) -> PageResult<Response> {
     let action = Action::parse(&action)?;

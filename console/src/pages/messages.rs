@@ -4,15 +4,17 @@
 use super::load_queue;
 use crate::error::PageResult;
 use crate::extract::CurrentMember;
+use crate::extract::PagePath;
 use crate::format;
 use crate::layout::Chrome;
 use crate::preview::{self, BodyPreview};
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
+use aqs_control_plane::slug::Slug;
 use aqs_core::time::now_ms;
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::extract::{Path, State};
+use axum::extract::State;
 
 /// Messages shown at most.
 pub(crate) const PEEK_LIMIT: u32 = 20;
@@ -42,7 +44,7 @@ struct MessagesPage {
 pub(crate) async fn show(
     State(state): State<ConsoleState>,
     member: CurrentMember,
-    Path(slug): Path<String>,
+    PagePath(slug): PagePath<Slug>,
 ) -> PageResult<impl axum::response::IntoResponse> {
     let queue = load_queue(&state, &member, &slug).await?;
     let now = now_ms();

@@ -18,11 +18,12 @@ pub(crate) mod tokens;
 use crate::error::PageResult;
 use crate::extract::CurrentMember;
 use crate::state::ConsoleState;
+use aqs_control_plane::slug::Slug;
 use aqs_control_plane::{Queue, queues};
 use axum::http::StatusCode;
 
 /// The member's queue `slug`: another member's queue, or none, is the 404 page.
-pub(crate) async fn load_queue(state: &ConsoleState, member: &CurrentMember, slug: &str) -> PageResult<Queue> {
+pub(crate) async fn load_queue(state: &ConsoleState, member: &CurrentMember, slug: &Slug) -> PageResult<Queue> {
     Ok(queues::get(state.control(), member.id, slug).await?)
 }
 

@@ -7,15 +7,17 @@ use super::load_queue;
 use crate::chart::{self, Chart};
 use crate::error::{ConsoleError, PageResult};
 use crate::extract::CurrentMember;
+use crate::extract::PagePath;
 use crate::format;
 use crate::layout::Chrome;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::Queue;
+use aqs_control_plane::slug::Slug;
 use aqs_core::time::now_ms;
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::extract::{Path, State};
+use axum::extract::State;
 
 /// Seconds between refreshes of the live figures.
 pub(crate) const REFRESH_SECS: u32 = 5;
@@ -64,7 +66,7 @@ async fn live_figures(state: &ConsoleState, queue: &Queue, now: u64) -> PageResu
     // Keep a sliver of bar visible once anything is stored.
     let drawn = if stats.stored_bytes > 0 { percent.max(0.5) } else { 0.0 };
     Ok(Live {
-        slug: queue.slug.clone(),
+        slug: queue.slug.to_string(),
         paused: stats.paused,
         depth: format::count(stats.total),
         ready: format::count(stats.ready),
@@ -86,7 +88,7 @@ async fn live_figures(state: &ConsoleState, queue: &Queue, now: u64) -> PageResu
 pub(crate) async fn show(
     State(state): State<ConsoleState>,
     member: CurrentMember,
-    Path(slug): Path<String>,
+    PagePath(slug): PagePath<Slug>,
 ) -> PageResult<impl axum::response::IntoResponse> {
     let queue = load_queue(&state, &member, &slug).await?;
     let now = now_ms();
@@ -106,7 +108,7 @@ pub(crate) async fn show(
 pub(crate) async fn live(
     State(state): State<ConsoleState>,
     member: CurrentMember,
-    Path(slug): Path<String>,
+    PagePath(slug): PagePath<Slug>,
 ) -> PageResult<impl axum::response::IntoResponse> {
     let queue = load_queue(&state, &member, &slug).await?;
     Ok(LiveFragment { live: live_figures(&state, &queue, now_ms()).await? })

@@ -11,6 +11,7 @@ use super::push_actions::SecretPage;
 use super::push_log::{self, DeliveryRow};
 use super::{INVALID, load_queue};
 use crate::error::PageResult;
+use crate::extract::PagePath;
 use crate::extract::{CurrentMember, FormData};
 use crate::fields::{self, FieldErrors};
 use crate::flash;
@@ -20,12 +21,13 @@ use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::Queue;
 use aqs_control_plane::push::{self, PushInput, PushTarget};
+use aqs_control_plane::slug::Slug;
 use aqs_core::ApiError;
 use aqs_core::projection::PushMode;
 use aqs_core::push as limits;
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::IntoResponse;
 
 const FIELDS: [&str; 6] = ["handler_url", "mode", "messages_per_run", "wait_seconds", "timeout_seconds", "concurrency"];
@@ -137,7 +139,11 @@ pub(crate) struct PushPage {
 
 /// The queue's target, or `None` when push is off. Call it only after `load_queue`: the control
 /// plane answers 404 for another member's queue too, which this would read as "push is off".
-pub(crate) async fn target(state: &ConsoleState, member: &CurrentMember, slug: &str) -> PageResult<Option<PushTarget>> {
+pub(crate) async fn target(
+    state: &ConsoleState,
+    member: &CurrentMember,
+    slug: &Slug,
+) -> PageResult<Option<PushTarget>> {
     match push::get(state.control(), member.id, slug).await {
         Ok(target) => Ok(Some(target)),
         Err(ApiError::NotFound(_)) => Ok(None),
@@ -173,7 +179,7 @@ async fn push_page(
 pub(crate) async fn show(
     State(state): State<ConsoleState>,
     member: CurrentMember,
-    Path(slug): Path<String>,
+    PagePath(slug): PagePath<Slug>,
 ) -> PageResult<PushPage> {
     let queue = load_queue(&state, &member, &slug).await?;
     push_page(&state, &member, &queue, None, FieldErrors::default()).await
@@ -187,7 +193,7 @@ fn optional(errors: &mut FieldErrors, field: &'static str, text: &str) -> Option
 pub(crate) async fn set(
     State(state): State<ConsoleState>,
     member: CurrentMember,
-    Path(slug): Path<String>,
+    PagePath(slug): PagePath<Slug>,
     form: FormData,
 ) -> PageResult {
     let queue = load_queue(&state, &member, &slug).await?;

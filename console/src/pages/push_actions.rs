@@ -7,6 +7,7 @@ use super::push::target;
 use super::push_log::instant_of;
 use crate::error::{ConsoleError, PageResult};
 use crate::extract::CurrentMember;
+use crate::extract::PagePath;
 use crate::flash;
 use crate::format;
 use crate::layout::Chrome;
@@ -14,10 +15,11 @@ use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::Queue;
 use aqs_control_plane::push::{self, PushTarget};
+use aqs_control_plane::slug::Slug;
 use aqs_core::secret::Secret;
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 
 /// The signing secret, shown once.
@@ -80,7 +82,7 @@ pub(crate) struct ConfirmPage {
     handler_url: String,
 }
 
-fn push_off(state: &ConsoleState, member: &CurrentMember, slug: &str) -> Response {
+fn push_off(state: &ConsoleState, member: &CurrentMember, slug: &Slug) -> Response {
     let message = "Push is not set for this queue: there is nothing to stop or rotate.";
     flash::redirect(state, member.secure, &format!("/queues/{slug}/push"), message)
 }
@@ -88,7 +90,7 @@ fn push_off(state: &ConsoleState, member: &CurrentMember, slug: &str) -> Respons
 pub(crate) async fn confirm(
     State(state): State<ConsoleState>,
     member: CurrentMember,
-    Path((slug, action)): Path<(String, String)>,
+    PagePath((slug, action)): PagePath<(Slug, String)>,
 ) -> PageResult {
     let action = Action::parse(&action)?;
     let queue = load_queue(&state, &member, &slug).await?;
@@ -107,7 +109,7 @@ pub(crate) async fn confirm(
 pub(crate) async fn act(
     State(state): State<ConsoleState>,
     member: CurrentMember,
-    Path((slug, action)): Path<(String, String)>,
+    PagePath((slug, action)): PagePath<(Slug, String)>,
 ) -> PageResult {
     let action = Action::parse(&action)?;
     let queue = load_queue(&state, &member, &slug).await?;

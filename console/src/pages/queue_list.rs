@@ -52,7 +52,13 @@ pub(crate) async fn show(State(state): State<ConsoleState>, member: CurrentMembe
             dead_letters: format::count(s.dead_letters),
             has_dead_letters: s.dead_letters > 0,
         });
-        rows.push(Row { name: queue.name, slug: queue.slug, address: queue.address, paused: queue.paused, stats });
+        rows.push(Row {
+            name: queue.name,
+            slug: queue.slug.to_string(),
+            address: queue.address,
+            paused: queue.paused,
+            stats,
+        });
     }
     Ok(QueueListPage {
         chrome: member.chrome("Your queues"),

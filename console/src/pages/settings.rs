@@ -4,17 +4,19 @@
 use super::create_queue::{PayloadOption, payload_options};
 use super::{INVALID, load_queue};
 use crate::error::PageResult;
+use crate::extract::PagePath;
 use crate::extract::{CurrentMember, FormData};
 use crate::fields::{self, FieldErrors};
 use crate::flash;
 use crate::layout::Chrome;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
+use aqs_control_plane::slug::Slug;
 use aqs_control_plane::{Queue, QueueChanges, queues};
 use aqs_core::limits::{MAX_ATTEMPTS_MAX, MIB, STORAGE_MAX, STORAGE_MIN, VISIBILITY_MAX_SECS};
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 
 const FIELDS: [&str; 4] = ["visibility_timeout_seconds", "max_attempts", "payload_size", "storage_limit"];
@@ -59,7 +61,7 @@ impl SettingsPage {
 pub(crate) async fn show(
     State(state): State<ConsoleState>,
     member: CurrentMember,
-    Path(slug): Path<String>,
+    PagePath(slug): PagePath<Slug>,
 ) -> PageResult<SettingsPage> {
     let queue = load_queue(&state, &member, &slug).await?;
     Ok(SettingsPage::new(&member, &queue))
@@ -68,7 +70,7 @@ pub(crate) async fn show(
 pub(crate) async fn update(
     State(state): State<ConsoleState>,
     member: CurrentMember,
-    Path(slug): Path<String>,
+    PagePath(slug): PagePath<Slug>,
     form: FormData,
 ) -> PageResult {
     let queue = load_queue(&state, &member, &slug).await?;
@@ -117,7 +119,7 @@ pub(crate) async fn update(
 pub(crate) async fn pause(
     State(state): State<ConsoleState>,
     member: CurrentMember,
-    Path(slug): Path<String>,
+    PagePath(slug): PagePath<Slug>,
 ) -> PageResult<Response> {
     queues::pause(state.control(), member.id, &slug).await?;
     let message = "Queue paused: publishes and deliveries are refused until you resume it.";
@@ -127,7 +129,7 @@ pub(crate) async fn pause(
 pub(crate) async fn resume(
     State(state): State<ConsoleState>,
     member: CurrentMember,
-    Path(slug): Path<String>,
+    PagePath(slug): PagePath<Slug>,
 ) -> PageResult<Response> {
     queues::resume(state.control(), member.id, &slug).await?;
     Ok(flash::redirect(&state, member.secure, &format!("/queues/{slug}/settings"), "Queue resumed."))
@@ -136,7 +138,7 @@ pub(crate) async fn resume(
 pub(crate) async fn delete(
     State(state): State<ConsoleState>,
     member: CurrentMember,
-    Path(slug): Path<String>,
+    PagePath(slug): PagePath<Slug>,
     form: FormData,
 ) -> PageResult {
     let queue = load_queue(&state, &member, &slug).await?;

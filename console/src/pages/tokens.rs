@@ -4,6 +4,7 @@
 
 use super::{INVALID, load_queue};
 use crate::error::{ConsoleError, PageResult};
+use crate::extract::PagePath;
 use crate::extract::{CurrentMember, FormData};
 use crate::fields::FieldErrors;
 use crate::flash;
@@ -11,11 +12,12 @@ use crate::format;
 use crate::layout::Chrome;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
+use aqs_control_plane::slug::Slug;
 use aqs_control_plane::{NewToken, Token, tokens};
 use aqs_core::token::Scope;
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 
@@ -101,7 +103,7 @@ pub(crate) struct RevokePage {
 async fn tokens_page(
     state: &ConsoleState,
     member: &CurrentMember,
-    slug: &str,
+    slug: &Slug,
     name: String,
     checked: &[&str],
     errors: FieldErrors,
@@ -122,7 +124,7 @@ async fn tokens_page(
 pub(crate) async fn show(
     State(state): State<ConsoleState>,
     member: CurrentMember,
-    Path(slug): Path<String>,
+    PagePath(slug): PagePath<Slug>,
 ) -> PageResult<TokensPage> {
     tokens_page(&state, &member, &slug, String::new(), &["send", "consume"], FieldErrors::default()).await
 }
@@ -130,7 +132,7 @@ pub(crate) async fn show(
 pub(crate) async fn create(
     State(state): State<ConsoleState>,
     member: CurrentMember,
-    Path(slug): Path<String>,
+    PagePath(slug): PagePath<Slug>,
     form: FormData,
 ) -> PageResult {
     let name = form.get("name").trim().to_owned();
@@ -158,7 +160,7 @@ pub(crate) async fn create(
 }
 
 /// The member's token `id` of queue `slug`, or the 404 page.
-async fn find_token(state: &ConsoleState, member: &CurrentMember, slug: &str, id: &str) -> PageResult<Token> {
+async fn find_token(state: &ConsoleState, member: &CurrentMember, slug: &Slug, id: &str) -> PageResult<Token> {
     tokens::list(state.control(), member.id, slug)
         .await?
         .into_iter()
@@ -169,7 +171,7 @@ async fn find_token(state: &ConsoleState, member: &CurrentMember, slug: &str, id
 pub(crate) async fn confirm_revoke(
     State(state): State<ConsoleState>,
     member: CurrentMember,
-    Path((slug, id)): Path<(String, String)>,
+    PagePath((slug, id)): PagePath<(Slug, String)>,
 ) -> PageResult<RevokePage> {
     let queue = load_queue(&state, &member, &slug).await?;
     let token = find_token(&state, &member, &slug, &id).await?;
@@ -180,7 +182,7 @@ pub(crate) async fn confirm_revoke(
 pub(crate) async fn revoke(
     State(state): State<ConsoleState>,
     member: CurrentMember,
-    Path((slug, id)): Path<(String, String)>,
+    PagePath((slug, id)): PagePath<(Slug, String)>,
 ) -> PageResult<Response> {
     let token = find_token(&state, &member, &slug, &id).await?;
     tokens::revoke(state.control(), member.id, &slug, &id).await?;

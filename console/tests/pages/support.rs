@@ -12,7 +12,7 @@ use aqs_data_plane::engine::{ConsumeOutcome, Engine, NewMessage};
 use reqwest::header::{HeaderMap, LOCATION, SET_COOKIE};
 use sqlx::PgPool;
 
-pub const PASSWORD: &str = "correct horse battery";
+pub use aqs_testkit::{PASSWORD, redis_url};
 /// Signing up with this email makes an operator (`AQS_OPERATOR_EMAILS`).
 pub const OPERATOR: &str = "operator@example.com";
 
@@ -20,10 +20,6 @@ pub struct TestConsole {
     pub base: String,
     pub cp: ControlPlane,
     pub engine: Engine,
-}
-
-pub fn redis_url() -> String {
-    std::env::var("AQS_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
 }
 
 pub async fn spawn_console(db: PgPool) -> TestConsole {
@@ -37,7 +33,7 @@ pub async fn spawn_console_delivering(db: PgPool) -> TestConsole {
 }
 
 async fn spawn(db: PgPool, background: bool) -> TestConsole {
-    let namespace = format!("t{:016x}", rand::random::<u64>());
+    let namespace = aqs_testkit::namespace();
     let mut config = Config::for_tests("", &redis_url(), &namespace);
     config.operator_emails = OPERATOR.into();
     let redis = redis_conn::connect(&config.redis_urls()).await.expect("test Redis");
@@ -48,9 +44,7 @@ async fn spawn(db: PgPool, background: bool) -> TestConsole {
     }
     let engine = dp.engine.clone();
     let app = aqs_console::router(&config, cp.clone(), dp);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+    let base = aqs_testkit::serve(app, tokio_util::sync::CancellationToken::new()).await;
     TestConsole { base, cp, engine }
 }
 
@@ -237,7 +231,7 @@ pub async fn queue_of(app: &TestConsole, email: &str, slug: &str) -> Queue {
     .await
     .expect("login")
     .member;
-    queues::get(&app.cp, member.id, slug).await.expect("queue")
+    queues::get(&app.cp, member.id, &aqs_control_plane::slug::Slug::parse(slug).expect("a slug")).await.expect("queue")
 }
 
 pub async fn publish(app: &TestConsole, queue: &Queue, body: &str, content_type: &str) {

@@ -66,3 +66,18 @@ async fn another_members_queue_is_a_404_page_everywhere(db: PgPool) {
     assert!(ada.get("/queues/ada-jobs/tokens").await.body.contains("Never"));
     ada.get("/queues/ada-jobs/tokens").await.assert_lacks("stolen");
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_path_that_is_not_a_slug_is_the_404_page(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.create_queue("jobs", "5").await;
+    for bad in ["JOBS", "jobs-", "jo--bs", "jo_bs", "%FF", &"j".repeat(49)] {
+        for path in [format!("/queues/{bad}"), format!("/queues/{bad}/tokens"), format!("/queues/{bad}/push/stop")] {
+            let page = ada.get(&path).await;
+            assert_eq!(page.status, 404, "GET {path}");
+            page.assert_contains("There is nothing here");
+        }
+    }
+}

@@ -10,6 +10,7 @@ mod tokens;
 
 use crate::state::ControlPlane;
 use axum::Router;
+use axum::middleware;
 use axum::routing::{delete, get, post, put};
 
 pub fn router(state: ControlPlane) -> Router {
@@ -30,5 +31,7 @@ pub fn router(state: ControlPlane) -> Router {
         .route("/api/v1/admin/members", get(admin::find_member))
         .route("/api/v1/admin/members/{id}/callback-urls", get(admin::list).post(admin::add))
         .route("/api/v1/admin/members/{id}/callback-urls/{url_id}", delete(admin::remove))
+        // Every route here needs PostgreSQL: while it is down they answer 503 without waiting.
+        .layer(middleware::from_fn_with_state(state.clone(), crate::database::require_database))
         .with_state(state)
 }

@@ -4,6 +4,7 @@
 use super::path::ApiPath;
 use crate::auth::AuthMember;
 use crate::push::{self, PushDelivery, PushInput, PushSet, PushTarget};
+use crate::slug::Slug;
 use crate::state::ControlPlane;
 use aqs_core::{ApiJson, ApiResult};
 use axum::extract::State;
@@ -29,7 +30,7 @@ pub(super) struct CallbackUrls {
 pub(super) async fn set(
     State(cp): State<ControlPlane>,
     member: AuthMember,
-    ApiPath(slug): ApiPath<String>,
+    ApiPath(slug): ApiPath<Slug>,
     ApiJson(input): ApiJson<PushInput>,
 ) -> ApiResult<(StatusCode, ApiJson<PushSet>)> {
     let set = push::set(&cp, member.id(), &slug, input).await?;
@@ -40,7 +41,7 @@ pub(super) async fn set(
 pub(super) async fn get(
     State(cp): State<ControlPlane>,
     member: AuthMember,
-    ApiPath(slug): ApiPath<String>,
+    ApiPath(slug): ApiPath<Slug>,
 ) -> ApiResult<ApiJson<PushBody>> {
     Ok(ApiJson(PushBody { push: push::get(&cp, member.id(), &slug).await? }))
 }
@@ -48,7 +49,7 @@ pub(super) async fn get(
 pub(super) async fn stop(
     State(cp): State<ControlPlane>,
     member: AuthMember,
-    ApiPath(slug): ApiPath<String>,
+    ApiPath(slug): ApiPath<Slug>,
 ) -> ApiResult<StatusCode> {
     push::stop(&cp, member.id(), &slug).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -57,7 +58,7 @@ pub(super) async fn stop(
 pub(super) async fn rotate_secret(
     State(cp): State<ControlPlane>,
     member: AuthMember,
-    ApiPath(slug): ApiPath<String>,
+    ApiPath(slug): ApiPath<Slug>,
 ) -> ApiResult<ApiJson<PushSet>> {
     Ok(ApiJson(push::rotate_secret(&cp, member.id(), &slug).await?))
 }
@@ -65,7 +66,7 @@ pub(super) async fn rotate_secret(
 pub(super) async fn deliveries(
     State(cp): State<ControlPlane>,
     member: AuthMember,
-    ApiPath(slug): ApiPath<String>,
+    ApiPath(slug): ApiPath<Slug>,
 ) -> ApiResult<ApiJson<Deliveries>> {
     Ok(ApiJson(Deliveries { deliveries: push::deliveries(&cp, member.id(), &slug).await? }))
 }

@@ -3,6 +3,7 @@
 use super::path::ApiPath;
 use crate::auth::AuthMember;
 use crate::queues::{self, NewQueue, Queue, QueueChanges};
+use crate::slug::Slug;
 use crate::state::ControlPlane;
 use crate::tokens::CreatedToken;
 use aqs_core::{ApiJson, ApiResult};
@@ -42,7 +43,7 @@ pub(super) async fn list(State(cp): State<ControlPlane>, member: AuthMember) -> 
 pub(super) async fn get(
     State(cp): State<ControlPlane>,
     member: AuthMember,
-    ApiPath(slug): ApiPath<String>,
+    ApiPath(slug): ApiPath<Slug>,
 ) -> ApiResult<ApiJson<QueueBody>> {
     Ok(ApiJson(QueueBody { queue: queues::get(&cp, member.id(), &slug).await? }))
 }
@@ -50,7 +51,7 @@ pub(super) async fn get(
 pub(super) async fn update(
     State(cp): State<ControlPlane>,
     member: AuthMember,
-    ApiPath(slug): ApiPath<String>,
+    ApiPath(slug): ApiPath<Slug>,
     ApiJson(changes): ApiJson<QueueChanges>,
 ) -> ApiResult<ApiJson<QueueBody>> {
     Ok(ApiJson(QueueBody { queue: queues::update(&cp, member.id(), &slug, changes).await? }))
@@ -59,7 +60,7 @@ pub(super) async fn update(
 pub(super) async fn delete(
     State(cp): State<ControlPlane>,
     member: AuthMember,
-    ApiPath(slug): ApiPath<String>,
+    ApiPath(slug): ApiPath<Slug>,
 ) -> ApiResult<StatusCode> {
     queues::delete(&cp, member.id(), &slug).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -68,7 +69,7 @@ pub(super) async fn delete(
 pub(super) async fn pause(
     State(cp): State<ControlPlane>,
     member: AuthMember,
-    ApiPath(slug): ApiPath<String>,
+    ApiPath(slug): ApiPath<Slug>,
 ) -> ApiResult<ApiJson<QueueBody>> {
     Ok(ApiJson(QueueBody { queue: queues::pause(&cp, member.id(), &slug).await? }))
 }
@@ -76,7 +77,7 @@ pub(super) async fn pause(
 pub(super) async fn resume(
     State(cp): State<ControlPlane>,
     member: AuthMember,
-    ApiPath(slug): ApiPath<String>,
+    ApiPath(slug): ApiPath<Slug>,
 ) -> ApiResult<ApiJson<QueueBody>> {
     Ok(ApiJson(QueueBody { queue: queues::resume(&cp, member.id(), &slug).await? }))
 }

@@ -2,6 +2,7 @@
 
 use super::path::ApiPath;
 use crate::auth::AuthMember;
+use crate::slug::Slug;
 use crate::state::ControlPlane;
 use crate::tokens::{self, CreatedToken, NewToken, Token};
 use aqs_core::{ApiJson, ApiResult};
@@ -22,7 +23,7 @@ pub(super) struct TokenList {
 pub(super) async fn mint(
     State(cp): State<ControlPlane>,
     member: AuthMember,
-    ApiPath(slug): ApiPath<String>,
+    ApiPath(slug): ApiPath<Slug>,
     ApiJson(input): ApiJson<NewToken>,
 ) -> ApiResult<(StatusCode, ApiJson<Minted>)> {
     let token = tokens::mint(&cp, member.id(), &slug, input).await?;
@@ -32,7 +33,7 @@ pub(super) async fn mint(
 pub(super) async fn list(
     State(cp): State<ControlPlane>,
     member: AuthMember,
-    ApiPath(slug): ApiPath<String>,
+    ApiPath(slug): ApiPath<Slug>,
 ) -> ApiResult<ApiJson<TokenList>> {
     Ok(ApiJson(TokenList { tokens: tokens::list(&cp, member.id(), &slug).await? }))
 }
@@ -40,7 +41,7 @@ pub(super) async fn list(
 pub(super) async fn revoke(
     State(cp): State<ControlPlane>,
     member: AuthMember,
-    ApiPath((slug, id)): ApiPath<(String, String)>,
+    ApiPath((slug, id)): ApiPath<(Slug, String)>,
 ) -> ApiResult<StatusCode> {
     tokens::revoke(&cp, member.id(), &slug, &id).await?;
     Ok(StatusCode::NO_CONTENT)

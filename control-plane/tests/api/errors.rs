@@ -60,3 +60,35 @@ async fn an_unreachable_database_is_503() {
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body["error"], "service_unavailable");
 }
+
+#[tokio::test]
+async fn while_the_database_is_known_down_routes_answer_503_without_waiting_for_it() {
+    // The pool would wait a minute for a connection; a watched database that is down answers at
+    // once (a test that waited would hang here, not fail a timing check).
+    let db = PgPoolOptions::new()
+        .acquire_timeout(Duration::from_secs(60))
+        .connect_lazy(&format!("postgres://postgres@127.0.0.1:{}/postgres", aqs_testkit::closed_port()))
+        .unwrap();
+    let config = Config::for_tests("", &redis_url(), &aqs_testkit::namespace());
+    let redis = aqs_core::redis_conn::connect(&config.redis_urls()).await.unwrap();
+    let cp = ControlPlane::new(&config, db, redis).await.unwrap();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let _watching = cp.watch_database(true, shutdown.clone()).await;
+    assert!(!cp.database_is_up(), "down until a probe reaches it");
+    let base = aqs_testkit::serve(router(cp), shutdown.clone()).await;
+
+    let client = reqwest::Client::new();
+    for request in [
+        client
+            .post(format!("{base}/api/v1/auth/login"))
+            .json(&serde_json::json!({"email": "a@b.co", "password": PASSWORD})),
+        client.get(format!("{base}/api/v1/queues")).bearer_auth("not-a-session"),
+    ] {
+        let response = tokio::time::timeout(Duration::from_secs(30), request.send()).await.expect("no hang").unwrap();
+        assert_eq!(response.status(), 503);
+        assert_eq!(response.headers()["retry-after"], "1");
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(body["error"], "service_unavailable");
+    }
+    shutdown.cancel();
+}

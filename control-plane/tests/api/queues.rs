@@ -201,5 +201,9 @@ async fn a_path_that_is_not_a_slug_is_not_found(db: PgPool) {
         app.get(&session, &format!("/api/v1/queues/{bad}")).await.expect_error(404, "not_found");
         app.patch(&session, &format!("/api/v1/queues/{bad}"), json!({})).await.expect_error(404, "not_found");
         app.delete(&session, &format!("/api/v1/queues/{bad}")).await.expect_error(404, "not_found");
+        // The slug is parsed once, in the path: every route under it refuses the same way.
+        app.get(&session, &format!("/api/v1/queues/{bad}/tokens")).await.expect_error(404, "not_found");
+        app.get(&session, &format!("/api/v1/queues/{bad}/push")).await.expect_error(404, "not_found");
+        app.post(&session, &format!("/api/v1/queues/{bad}/pause"), json!({})).await.expect_error(404, "not_found");
     }
 }

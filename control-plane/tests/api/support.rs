@@ -1,5 +1,6 @@
-//! `spawn_app`: starts the control-plane router on 127.0.0.1:0 over the test's database and a
-//! unique Redis namespace, and returns typed helpers for calling it and inspecting Redis.
+//! `spawn_app`: starts the control-plane router on 127.0.0.1:0 (with the production HTTP server)
+//! over the test's database and a unique Redis namespace, and returns typed helpers for calling it
+//! and inspecting Redis. What every crate's tests share comes from `aqs_testkit`.
 
 use aqs_control_plane::{ControlPlane, router};
 use aqs_core::config::Config;
@@ -11,7 +12,7 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::collections::HashMap;
 
-pub const PASSWORD: &str = "correct horse battery";
+pub use aqs_testkit::{PASSWORD, redis_url};
 
 pub struct TestApp {
     pub base: String,
@@ -50,24 +51,17 @@ impl Reply {
     }
 }
 
-pub fn redis_url() -> String {
-    std::env::var("AQS_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
-}
-
 pub async fn spawn_app(db: PgPool) -> TestApp {
     spawn_app_with(db, |_| {}).await
 }
 
 pub async fn spawn_app_with(db: PgPool, adjust: impl FnOnce(&mut Config)) -> TestApp {
-    let namespace = format!("t{:016x}", rand::random::<u64>());
+    let namespace = aqs_testkit::namespace();
     let mut config = Config::for_tests("", &redis_url(), &namespace);
     adjust(&mut config);
     let redis = redis_conn::connect(&config.redis_urls()).await.expect("test Redis");
     let cp = ControlPlane::new(&config, db, redis.clone()).await.expect("control plane");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let app = router(cp.clone());
-    tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+    let base = aqs_testkit::serve(router(cp.clone()), tokio_util::sync::CancellationToken::new()).await;
     TestApp { base, client: reqwest::Client::new(), cp, keys: Keys::new(&namespace), redis, config }
 }
 

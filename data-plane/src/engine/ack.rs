@@ -42,7 +42,14 @@ impl Engine {
                 None => inv.arg("").arg(0).arg(0),
             };
         }
-        Ok(ints(self.run(&inv).await?)?.into_iter().map(|code| code == 1).collect())
+        ints(self.run(&inv).await?)?
+            .into_iter()
+            .map(|code| match code {
+                1 => Ok(true),
+                0 => Ok(false),
+                other => Err(anyhow::anyhow!("ack.lua returned the code {other}").into()),
+            })
+            .collect()
     }
 
     /// Returns each receipt's message to the queue after `delay_ms`, keeping `error` as its last
@@ -60,7 +67,7 @@ impl Engine {
         for receipt in receipts {
             inv.arg(receipt.stream_id.to_string()).arg(receipt.message.to_string()).arg(receipt.delivery);
         }
-        Ok(nack_results(ints(self.run(&inv).await?)?))
+        nack_results("nack.lua", ints(self.run(&inv).await?)?)
     }
 
     /// Dead-letters each receipt's message at once with `reason`, whatever its attempts (a push
@@ -77,17 +84,31 @@ impl Engine {
         for receipt in receipts {
             inv.arg(receipt.stream_id.to_string()).arg(receipt.message.to_string()).arg(receipt.delivery);
         }
-        Ok(nack_results(ints(self.run(&inv).await?)?))
+        nack_results("bury.lua", ints(self.run(&inv).await?)?)
     }
 }
 
-fn nack_results(codes: Vec<i64>) -> Vec<NackResult> {
+/// The per-receipt codes of `nack.lua` and `bury.lua`; any other code is an internal error.
+fn nack_results(script: &str, codes: Vec<i64>) -> ApiResult<Vec<NackResult>> {
     codes
         .into_iter()
         .map(|code| match code {
-            1 => NackResult::Returned,
-            2 => NackResult::DeadLettered,
-            _ => NackResult::LeaseLost,
+            1 => Ok(NackResult::Returned),
+            2 => Ok(NackResult::DeadLettered),
+            0 => Ok(NackResult::LeaseLost),
+            other => Err(anyhow::anyhow!("{script} returned the code {other}").into()),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nack_codes_map_and_a_surprise_is_internal() {
+        let results = nack_results("nack.lua", vec![1, 2, 0]).unwrap();
+        assert_eq!(results, vec![NackResult::Returned, NackResult::DeadLettered, NackResult::LeaseLost]);
+        assert_eq!(nack_results("nack.lua", vec![1, 7]).unwrap_err().code(), "internal");
+    }
 }

@@ -1,7 +1,6 @@
 //! Peek and purge of ready messages (`peek.lua`, `purge.lua`).
 
 use super::Engine;
-use super::reply::Reply;
 use aqs_core::error::ApiResult;
 use aqs_core::ids::QueueId;
 
@@ -28,10 +27,9 @@ impl Engine {
     pub async fn peek(&self, queue: QueueId, limit: u32, now_ms: u64) -> ApiResult<Option<Vec<PeekedMessage>>> {
         let mut inv = self.invocation(&self.scripts.peek, queue);
         inv.arg(now_ms).arg(limit);
-        let mut reply = Reply::new(self.run(&inv).await?)?;
-        if reply.text()? != "ok" {
+        let Some(mut reply) = self.run_found(&inv, "peek.lua").await? else {
             return Ok(None);
-        }
+        };
         let mut out = Vec::with_capacity(reply.remaining() / 8);
         while reply.remaining() > 0 {
             let _stream_id = reply.text()?;

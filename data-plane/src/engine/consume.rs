@@ -2,7 +2,7 @@
 //! Lua cannot block.
 
 use super::Engine;
-use super::reply::Reply;
+use super::reply::{Reply, Status, unexpected};
 use aqs_core::error::ApiResult;
 use aqs_core::ids::{MessageId, QueueId};
 use aqs_core::receipt::{AckHint, StreamId};
@@ -52,10 +52,11 @@ impl Engine {
         let mut inv = self.invocation(&self.scripts.consume, queue);
         inv.arg(now_ms).arg(utc_day(now_ms)).arg(max).arg(lease_ms).arg(wait_until_ms);
         let mut reply = Reply::new(self.run(&inv).await?)?;
-        match reply.text()?.as_str() {
-            "ok" => {}
-            "paused" => return Ok(ConsumeOutcome::Paused),
-            _ => return Ok(ConsumeOutcome::QueueMissing),
+        match reply.status("consume.lua")? {
+            Status::Ok => {}
+            Status::Paused => return Ok(ConsumeOutcome::Paused),
+            Status::NoQueue => return Ok(ConsumeOutcome::QueueMissing),
+            other => return Err(unexpected("consume.lua", other)),
         }
         let lease_ms = reply.uint()?;
         let next_due_ms = reply.opt_uint()?;

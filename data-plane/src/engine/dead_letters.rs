@@ -2,7 +2,6 @@
 
 use super::Engine;
 use super::admin::PURGE_CHUNK;
-use super::reply::Reply;
 use aqs_core::error::ApiResult;
 use aqs_core::ids::QueueId;
 
@@ -35,10 +34,9 @@ impl Engine {
     pub async fn dead_letters(&self, queue: QueueId, limit: u32) -> ApiResult<Option<Vec<DeadLetter>>> {
         let mut inv = self.invocation(&self.scripts.dlq_list, queue);
         inv.arg(limit).arg(PREVIEW_BYTES);
-        let mut reply = Reply::new(self.run(&inv).await?)?;
-        if reply.text()? != "ok" {
+        let Some(mut reply) = self.run_found(&inv, "dlq_list.lua").await? else {
             return Ok(None);
-        }
+        };
         let mut out = Vec::with_capacity(reply.remaining() / 9);
         while reply.remaining() > 0 {
             out.push(DeadLetter {

@@ -1,7 +1,7 @@
 //! The message engine: the one place that talks to Redis about messages. Every operation is one
 //! Lua script (`scripts/*.lua`, one per operation) run with one EVALSHA; purges and replays of a
 //! whole queue run the same script in bounded chunks so Redis is never blocked for long. Every
-//! script but the two publish scripts gets the twelve standard keys and the `common.lua` prelude;
+//! script but the two publish scripts gets the thirteen standard keys and the `common.lua` prelude;
 //! publish, the hot path, stands alone with the keys it touches (`publish_one.lua` for one plain
 //! message, `publish.lua` for the rest).
 //!
@@ -22,7 +22,9 @@
 //!   publishes are counted, and their bytes drawn, in process and added a few times a second:
 //!   `ledger.rs`). `budget`: every replica's storage lease (`scripts/budget.lua`).
 //! - `meta`: the projected settings, plus `w`: until when (ms) a long poll may be waiting.
-//! - `idem:<key>`: `id:fingerprint:published:available`, no TTL while the message is stored.
+//! - `idem:<key>`: `id:fingerprint:published:available`, no TTL while the message is stored;
+//!   `idem_ix`: every record's key with its expiry (+inf while stored), so that deleting the queue
+//!   (`drop_queue.lua`) finds them, and the sweeper drops the expired ones from it.
 //!
 //! # The life of a message
 //!
@@ -68,6 +70,7 @@ mod budget;
 mod consume;
 mod dead_letters;
 mod ledger;
+mod lifecycle;
 mod publish;
 mod reply;
 mod scripts;
@@ -89,6 +92,7 @@ use aqs_core::ids::{MessageId, QueueId};
 use aqs_core::keys::Keys;
 use aqs_core::redis_conn::RedisConn;
 use redis::{Script, ScriptInvocation, Value};
+use reply::{Reply, Status, unexpected};
 use std::sync::Arc;
 
 /// Runs the message scripts for any queue. Cheap to clone; the console uses one directly.
@@ -131,7 +135,7 @@ impl Engine {
         self.conn.clone()
     }
 
-    /// Starts an invocation of `script` with the twelve standard queue keys (`common.lua`).
+    /// Starts an invocation of `script` with the thirteen standard queue keys (`common.lua`).
     fn invocation<'a>(&self, script: &'a Script, queue: QueueId) -> ScriptInvocation<'a> {
         let q = self.keys.queue(queue);
         let mut inv = script.prepare_invoke();
@@ -146,8 +150,20 @@ impl Engine {
             .key(q.errors())
             .key(q.stats())
             .key(q.wake())
-            .key(q.idempotency_prefix());
+            .key(q.idempotency_prefix())
+            .key(q.idempotency_index());
         inv
+    }
+
+    /// Runs a script whose reply opens with `ok`, or `no_queue` (`None`); any other status is an
+    /// internal error.
+    async fn run_found(&self, inv: &ScriptInvocation<'_>, script: &str) -> ApiResult<Option<Reply>> {
+        let mut reply = Reply::new(self.run(inv).await?)?;
+        match reply.status(script)? {
+            Status::Ok => Ok(Some(reply)),
+            Status::NoQueue => Ok(None),
+            other => Err(unexpected(script, other)),
+        }
     }
 
     /// EVALSHA (falling back to EVAL after a Redis restart emptied the script cache).

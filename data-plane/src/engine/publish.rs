@@ -3,7 +3,7 @@
 
 use super::Engine;
 use super::budget::Drawn;
-use super::reply::Reply;
+use super::reply::{Reply, Status};
 use aqs_core::error::ApiResult;
 use aqs_core::ids::{MessageId, QueueId};
 use aqs_core::time::utc_day;
@@ -104,14 +104,14 @@ impl Engine {
         now_ms: u64,
         my_lease: Option<i64>,
     ) -> ApiResult<PublishOutcome> {
-        // publish.lua takes only the keys it touches (see its header), not the standard twelve.
+        // publish.lua takes only the keys it touches (see its header), not the standard thirteen.
         let q = self.keys.queue(queue);
         let mut inv = self.scripts.publish.prepare_invoke();
         inv.key(q.meta()).key(q.stream()).key(q.delayed()).key(q.delayed_messages()).key(q.stats()).key(q.wake());
-        inv.key(q.budget());
+        inv.key(q.budget()).key(q.idempotency_index());
         inv.arg(now_ms).arg(utc_day(now_ms)).arg(messages.len()).arg(q.idempotency_prefix().len());
         inv.arg(self.replica.as_ref()).arg(my_lease.map(|lease| lease.to_string()).unwrap_or_default());
-        let mut key_index = 7;
+        let mut key_index = 8;
         for message in messages {
             inv.arg(MessageId::new().to_string())
                 .arg(message.body.as_slice())
@@ -131,8 +131,8 @@ impl Engine {
             inv.arg(message.delay_ms).arg(message.stored_bytes());
         }
         let mut reply = Reply::new(self.run(&inv).await?)?;
-        let outcome = match reply.text()?.as_str() {
-            "ok" => {
+        let outcome = match reply.status("publish.lua")? {
+            Status::Ok => {
                 let mut stored = Vec::with_capacity(messages.len());
                 while reply.remaining() > 0 {
                     stored.push(Published {
@@ -144,11 +144,11 @@ impl Engine {
                 }
                 PublishOutcome::Stored(stored)
             }
-            "paused" => PublishOutcome::Paused,
-            "storage" => PublishOutcome::StorageFull,
-            "too_large" => PublishOutcome::TooLarge { index: reply.uint()? as usize },
-            "conflict" => PublishOutcome::Conflict { index: reply.uint()? as usize },
-            _ => PublishOutcome::QueueMissing,
+            Status::Paused => PublishOutcome::Paused,
+            Status::Storage => PublishOutcome::StorageFull,
+            Status::TooLarge => PublishOutcome::TooLarge { index: reply.uint()? as usize },
+            Status::Conflict => PublishOutcome::Conflict { index: reply.uint()? as usize },
+            Status::NoQueue => PublishOutcome::QueueMissing,
         };
         Ok(outcome)
     }

@@ -1,8 +1,41 @@
-//! Reading the flat arrays the scripts return, one value at a time.
+//! Reading the flat arrays the scripts return, one value at a time. A reply the scripts never give
+//! (an unknown status word, a short array, a wrong type) is an internal error, answered 500 and
+//! logged once where it is answered: never taken for a missing queue.
 
 use anyhow::{Context, anyhow};
+use aqs_core::ApiError;
 use aqs_core::error::ApiResult;
 use redis::Value;
+
+/// The status word a script's reply opens with (see each script's `Returns` header).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Status {
+    Ok,
+    NoQueue,
+    Paused,
+    Storage,
+    TooLarge,
+    Conflict,
+}
+
+impl Status {
+    fn parse(word: &[u8]) -> Option<Self> {
+        Some(match word {
+            b"ok" => Self::Ok,
+            b"no_queue" => Self::NoQueue,
+            b"paused" => Self::Paused,
+            b"storage" => Self::Storage,
+            b"too_large" => Self::TooLarge,
+            b"conflict" => Self::Conflict,
+            _ => return None,
+        })
+    }
+}
+
+/// A status `script` returned that the caller has no meaning for.
+pub(crate) fn unexpected(script: &str, status: Status) -> ApiError {
+    anyhow!("{script} returned the status {status:?}, which it never returns here").into()
+}
 
 pub(crate) struct Reply(std::vec::IntoIter<Value>);
 
@@ -12,6 +45,13 @@ impl Reply {
             Value::Array(items) => Ok(Self(items.into_iter())),
             other => Err(anyhow!("script returned {other:?}, expected an array").into()),
         }
+    }
+
+    /// The opening status word of `script`'s reply; an unknown word is an internal error.
+    pub fn status(&mut self, script: &str) -> ApiResult<Status> {
+        let word = self.bytes()?;
+        Status::parse(&word)
+            .ok_or_else(|| anyhow!("{script} returned the unknown status {:?}", String::from_utf8_lossy(&word)).into())
     }
 
     pub fn remaining(&self) -> usize {
@@ -81,5 +121,47 @@ pub(crate) fn ints(value: Value) -> ApiResult<Vec<i64>> {
             }
             Ok(out)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn array(items: &[&str]) -> Value {
+        Value::Array(items.iter().map(|i| Value::BulkString(i.as_bytes().to_vec())).collect())
+    }
+
+    #[test]
+    fn known_status_words_parse() {
+        for (word, status) in [
+            ("ok", Status::Ok),
+            ("no_queue", Status::NoQueue),
+            ("paused", Status::Paused),
+            ("storage", Status::Storage),
+            ("too_large", Status::TooLarge),
+            ("conflict", Status::Conflict),
+        ] {
+            assert_eq!(Reply::new(array(&[word])).unwrap().status("t.lua").unwrap(), status);
+        }
+    }
+
+    #[test]
+    fn a_surprise_is_an_internal_error_not_a_missing_queue() {
+        let err = Reply::new(array(&["ERR something"])).unwrap().status("consume.lua").unwrap_err();
+        assert_eq!(err.code(), "internal");
+        assert_eq!(err.status(), axum::http::StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(format!("{err:?}").contains("consume.lua"), "{err:?}");
+        let err = Reply::new(Value::Int(3)).err().expect("not an array");
+        assert_eq!(err.code(), "internal");
+        let err = Reply::new(array(&[])).unwrap().status("stats.lua").unwrap_err();
+        assert_eq!(err.code(), "internal");
+        assert_eq!(unexpected("stats.lua", Status::Paused).code(), "internal");
+    }
+
+    #[test]
+    fn int_lists_refuse_other_types() {
+        assert_eq!(ints(Value::Array(vec![Value::Int(1), Value::Int(0)])).unwrap(), vec![1, 0]);
+        assert_eq!(ints(array(&["x"])).unwrap_err().code(), "internal");
     }
 }

@@ -40,6 +40,8 @@ pub struct Scripts {
     pub dlq_list: Script,
     pub dlq_replay: Script,
     pub dlq_purge: Script,
+    pub held_leases: Script,
+    pub drop_queue: Script,
 }
 
 impl Scripts {
@@ -60,12 +62,14 @@ impl Scripts {
             dlq_list: script!("dlq_list.lua"),
             dlq_replay: script!("dlq_replay.lua"),
             dlq_purge: script!("dlq_purge.lua"),
+            held_leases: script!("held_leases.lua"),
+            drop_queue: script!("drop_queue.lua"),
         }
     }
 
     /// Every script, for loading them all at start-up (`SCRIPT LOAD` catches a Lua syntax error
     /// before the first request does).
-    pub fn all(&self) -> [&Script; 15] {
+    pub fn all(&self) -> [&Script; 17] {
         [
             &self.publish,
             &self.publish_one,
@@ -82,6 +86,8 @@ impl Scripts {
             &self.dlq_list,
             &self.dlq_replay,
             &self.dlq_purge,
+            &self.held_leases,
+            &self.drop_queue,
         ]
     }
 }

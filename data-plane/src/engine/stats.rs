@@ -1,7 +1,6 @@
 //! Queue statistics (`stats.lua`) and the per-day history the console draws.
 
 use super::Engine;
-use super::reply::Reply;
 use aqs_core::error::ApiResult;
 use aqs_core::ids::QueueId;
 use aqs_core::time::utc_day;
@@ -45,10 +44,9 @@ impl Engine {
         let mut inv = self.invocation(&self.scripts.stats, queue);
         inv.arg(now_ms).arg(utc_day(now_ms));
         let _no_flush = self.ledger.read_gate().await;
-        let mut reply = Reply::new(self.run(&inv).await?)?;
-        if reply.text()? != "ok" {
+        let Some(mut reply) = self.run_found(&inv, "stats.lua").await? else {
             return Ok(None);
-        }
+        };
         let stream_len = reply.uint()?;
         let leases = reply.uint()?;
         let due_leases = reply.uint()?;

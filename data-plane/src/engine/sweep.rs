@@ -2,7 +2,7 @@
 //! their last attempt dead-lettered, old daily counters pruned, expired storage leases settled.
 
 use super::Engine;
-use super::reply::Reply;
+use super::reply::{Reply, Status, unexpected};
 use super::stats::DAILY_HISTORY_DAYS;
 use aqs_core::error::ApiResult;
 use aqs_core::ids::QueueId;
@@ -28,7 +28,10 @@ impl Engine {
         let value = self.run(&inv).await?;
         let mut reply = Reply::new(value)?;
         if reply.remaining() == 1 {
-            return Ok(None);
+            return match reply.status("sweep.lua")? {
+                Status::NoQueue => Ok(None),
+                other => Err(unexpected("sweep.lua", other)),
+            };
         }
         Ok(Some(SweepOutcome { promoted: reply.uint()?, dead_lettered: reply.uint()? }))
     }

@@ -105,15 +105,12 @@ async fn last_use_is_recorded_per_token() {
     let queue = app.queue().await;
     app.stats(&queue).await;
     let key = app.keys.queue(queue.id).token_last_used();
-    let mut conn = app.redis.clone();
-    let mut recorded: Vec<String> = Vec::new();
-    for _ in 0..50 {
-        recorded = redis::cmd("HVALS").arg(&key).query_async(&mut conn).await.unwrap();
-        if !recorded.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let recorded = || async {
+        let values: Vec<String> = redis::cmd("HVALS").arg(&key).query_async(&mut app.redis.clone()).await.unwrap();
+        values
+    };
+    eventually("the token's use is recorded", || async { !recorded().await.is_empty() }).await;
+    let recorded = recorded().await;
     assert_eq!(recorded.len(), 1);
     let at: u64 = recorded[0].parse().unwrap();
     assert!(aqs_core::time::now_ms() - at < 5_000);

@@ -1,4 +1,5 @@
-//! `spawn_app()` and typed helpers.
+//! `spawn_app()` and typed helpers for the data plane's tests; what every crate's tests share
+//! (the test Redis, namespaces, the production HTTP server, `eventually`) comes from `aqs_testkit`.
 
 use aqs_core::config::Config;
 use aqs_core::ids::QueueId;
@@ -13,9 +14,7 @@ use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-pub fn redis_url() -> String {
-    std::env::var("AQS_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
-}
+pub use aqs_testkit::{closed_port, eventually, redis_url};
 
 pub struct TestApp {
     pub base: String,
@@ -83,11 +82,6 @@ pub async fn spawn_app_without_subscriber() -> TestApp {
     start_with(state, redis, &namespace).await
 }
 
-fn closed_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
-
 /// An app whose Redis URL points at a closed port.
 pub async fn spawn_app_without_redis() -> TestApp {
     let url = format!("redis://127.0.0.1:{}", closed_port());
@@ -106,16 +100,10 @@ pub async fn spawn_app_without_redis() -> TestApp {
 /// Serves `state` on 127.0.0.1:0 with its background tasks.
 pub async fn start_with(state: DataPlane, redis: RedisConn, namespace: &str) -> TestApp {
     let shutdown = CancellationToken::new();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let app = aqs_data_plane::router(state.clone());
-    let stop = shutdown.clone();
-    tokio::spawn(async move {
-        axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await.unwrap();
-    });
+    let base = aqs_testkit::serve(aqs_data_plane::router(state.clone()), shutdown.clone()).await;
     aqs_data_plane::spawn_background(&state, shutdown.clone());
     TestApp {
-        base: format!("http://{addr}"),
+        base,
         client: reqwest::Client::new(),
         keys: Keys::new(namespace),
         namespace: namespace.to_owned(),
@@ -133,11 +121,7 @@ impl TestApp {
 
     /// Waits until the wake-up subscriber listens.
     pub async fn listening(&self) {
-        let start = Instant::now();
-        while !self.state.is_listening() {
-            assert!(start.elapsed() < Duration::from_secs(5), "subscriber never listened");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        eventually("the wake-up subscriber listens", || async { self.state.is_listening() }).await;
     }
 
     pub async fn queue(&self) -> TestQueue {

@@ -1,5 +1,5 @@
 -- ack.lua: acknowledges deliveries: the message is deleted.
--- KEYS: the twelve queue keys (common.lua).
+-- KEYS: the thirteen queue keys (common.lua).
 -- ARGV: now_ms, utc_day, count, then per receipt 6 values: stream id, message id, delivery number,
 --       then the receipt's hint (version 2 receipts, HMAC'd with the rest): the entry's delivery
 --       base n ('' = no hint: read the entry), accounted bytes sz, has an idempotency key (1/0).

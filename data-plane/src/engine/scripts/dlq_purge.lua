@@ -1,5 +1,5 @@
 -- dlq_purge.lua: deletes dead letters for good.
--- KEYS: the twelve queue keys (common.lua).
+-- KEYS: the thirteen queue keys (common.lua).
 -- ARGV: now_ms, then 'all' and a requested chunk size (Rust calls again while a call handles a
 --       full chunk), or 'ids' followed by message ids.
 -- Returns {deleted, chunk size used}.

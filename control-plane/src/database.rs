@@ -1,0 +1,129 @@
+//! Whether PostgreSQL can be used, as this process last saw it, and the loop that keeps that
+//! knowledge fresh.
+//!
+//! A process that serves the data plane must not wait for, nor die with, PostgreSQL: publishing and
+//! consuming need only Redis. So `aqs serve` starts with the database marked down, and
+//! [`ControlPlane::watch_database`] probes it every [`PROBE_EVERY`]; the first time it answers, a
+//! control-plane process re-syncs the Redis projection, and only then are the routes that need
+//! PostgreSQL served. While the database is down they answer 503 with `Retry-After` at once
+//! ([`require_database`]) instead of each waiting for a connection. A request that runs between an
+//! outage starting and the next probe fails on the pool's short acquire timeout.
+
+use crate::state::ControlPlane;
+use aqs_core::ApiError;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// How often the database is probed, down or up.
+pub const PROBE_EVERY: Duration = Duration::from_secs(1);
+
+/// How long one probe may take before the database counts as down.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Up unless the watcher says otherwise: a control plane built over a pool its caller already
+/// connected (tests, tools) needs no watcher.
+pub(crate) struct DatabaseState {
+    up: AtomicBool,
+}
+
+impl Default for DatabaseState {
+    fn default() -> Self {
+        Self { up: AtomicBool::new(true) }
+    }
+}
+
+impl ControlPlane {
+    /// True while PostgreSQL answers (and, after start-up, once the projection was re-synced).
+    pub fn database_is_up(&self) -> bool {
+        self.database_state().up.load(Ordering::Acquire)
+    }
+
+    /// Marks the database down, looks once (so that a process whose database answers serves
+    /// everything from its first request, the projection re-synced), then keeps probing in the
+    /// background until `shutdown`. `resync`: on first contact, rewrite the Redis projection
+    /// before serving (the control role's start-up duty; a console-only process only reads).
+    /// The first look waits at most a probe's timeout when PostgreSQL is unreachable.
+    pub async fn watch_database(&self, resync: bool, shutdown: CancellationToken) -> JoinHandle<()> {
+        self.database_state().up.store(false, Ordering::Release);
+        let mut watch = Watch { cp: self.clone(), synced: !resync, said_down: false, said_resync_failed: false };
+        watch.look().await;
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    () = tokio::time::sleep(PROBE_EVERY) => {}
+                }
+                watch.look().await;
+            }
+        })
+    }
+
+    async fn probe(&self) -> bool {
+        let ping = sqlx::query("SELECT 1").execute(self.db());
+        matches!(tokio::time::timeout(PROBE_TIMEOUT, ping).await, Ok(Ok(_)))
+    }
+}
+
+/// The watcher's state between two looks.
+struct Watch {
+    cp: ControlPlane,
+    /// The projection was re-synced (or this process need not do it).
+    synced: bool,
+    /// Logged once per outage, and once per run of failed re-syncs.
+    said_down: bool,
+    said_resync_failed: bool,
+}
+
+impl Watch {
+    /// One probe, and what follows from it: up (after the re-sync, the first time) or down.
+    async fn look(&mut self) {
+        let cp = &self.cp;
+        let reachable = cp.probe().await;
+        let up = cp.database_is_up();
+        if reachable && !up {
+            if !self.synced {
+                match cp.resync_projection().await {
+                    Ok(()) => self.synced = true,
+                    // Redis away, most likely: the next look tries again.
+                    Err(err) if !self.said_resync_failed => {
+                        tracing::warn!(error = ?err, "cannot re-sync the Redis projection yet; retrying");
+                        self.said_resync_failed = true;
+                    }
+                    Err(_) => {}
+                }
+            }
+            if self.synced {
+                cp.database_state().up.store(true, Ordering::Release);
+                if self.said_down {
+                    tracing::info!("PostgreSQL is reachable again; management and console are served");
+                }
+                self.said_down = false;
+            }
+        } else if !reachable && (up || !self.said_down) {
+            cp.database_state().up.store(false, Ordering::Release);
+            tracing::warn!(
+                "PostgreSQL is unreachable; management and console routes answer 503 until it is back \
+                 (the data plane is not affected)"
+            );
+            self.said_down = true;
+        }
+    }
+}
+
+/// The 503 of a route that needs PostgreSQL while it is down.
+pub fn database_unavailable() -> ApiError {
+    ApiError::unavailable("the database")
+}
+
+/// Layer on the routes that need PostgreSQL: while it is down they answer 503 at once.
+pub(crate) async fn require_database(State(cp): State<ControlPlane>, request: Request, next: Next) -> Response {
+    if !cp.database_is_up() {
+        return database_unavailable().into_response();
+    }
+    next.run(request).await
+}
