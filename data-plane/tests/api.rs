@@ -15,6 +15,8 @@ mod concurrency;
 mod dead_letters;
 #[path = "api/health.rs"]
 mod health;
+#[path = "api/hostile.rs"]
+mod hostile;
 #[path = "api/leases.rs"]
 mod leases;
 #[path = "api/longpoll.rs"]
