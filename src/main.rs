@@ -1,6 +1,7 @@
 //! The `aqs` binary: parses the command line and composes the roles. Everything else lives in the
 //! crates: `aqs-core` (shared types), `aqs-control-plane`, `aqs-data-plane`, `aqs-console`.
 
+mod framing;
 mod serve;
 
 /// mimalloc rather than glibc malloc: measured, glibc's malloc/free were ~18% of the data plane's
