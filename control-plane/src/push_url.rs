@@ -2,16 +2,16 @@
 //!
 //! 1. `scheme`: http or https.
 //! 2. `credentials`: no user name or password in the URL.
-//! 3. `fragment`: no `#fragment`.
-//! 3a. `domain name`: the host is a name, never an IP literal (spec/push-delivery.md: "a domain
-//!    name"); a prefix on an IP address could authorise nothing, so it is refused too.
+//! 3. `fragment`: no `#fragment`; and `domain name`: the host is a name, never an IP literal
+//!    (spec/push-delivery.md: "a domain name"); a prefix on an IP address could authorise
+//!    nothing, so it is refused too.
 //! 4. `authorised`: under one of the callback URL prefixes an operator authorised for the member
 //!    (same scheme, host and port; the path at or below the prefix's path, on a segment boundary).
 //! 5. `address`: neither the literal host nor any address its name resolves to is private,
 //!    loopback, link-local… (`aqs_core::push::forbidden_address`), unless
 //!    `AQS_PUSH_ALLOW_PRIVATE_NETWORKS` is on. The data plane checks again at connect time.
 //!
-//! Prefixes themselves pass rules 1–3a (and have no query) and are stored normalised.
+//! Prefixes themselves pass rules 1–3 (and have no query) and are stored normalised.
 
 use crate::text::refuse_control;
 use aqs_core::push::forbidden_address;
@@ -176,7 +176,7 @@ mod tests {
             "http://[::ffff:127.0.0.1]/",
             "http://localhost/",
         ] {
-            // IP literals stop at `parse` (rule 3a); the address rule still covers them.
+            // IP literals stop at `parse` (rule 3); the address rule still covers them.
             let url = Url::parse(bad).unwrap();
             let err = check_address(&url, false).await.unwrap_err().to_string();
             assert!(err.contains("not allowed"), "{bad}: {err}");

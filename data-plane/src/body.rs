@@ -16,7 +16,8 @@ pub async fn read(headers: &HeaderMap, body: Body, limit: u64, allow_empty: bool
         return Err(too_large(limit));
     }
     let json = is_json(headers);
-    if !json && !(allow_empty && declared.is_none_or(|len| len == 0)) {
+    let may_be_empty = allow_empty && declared.is_none_or(|len| len == 0);
+    if !json && !may_be_empty {
         return Err(unsupported());
     }
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
