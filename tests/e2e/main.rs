@@ -4,7 +4,9 @@
 
 mod bench_smoke;
 mod console_journey;
+mod framing;
 mod harness;
+mod infra;
 mod push;
 mod readme;
 mod reliability;
