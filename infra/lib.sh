@@ -85,17 +85,35 @@ CONF
   die "Redis did not start; see $dir/redis.log"
 }
 
-# start_postgres DIR: starts a private PostgreSQL in DIR (as the postgres user when run as root,
-# since PostgreSQL refuses to run as root); sets PG_PORT. Creates database aqs.
-start_postgres() {
-  local dir=$1 bin run=()
-  bin=$(pg_bin)
+# pg_home DIR: prints the folder where the private PostgreSQL of DIR keeps its data, socket, port
+# file and log. That is DIR, except as root when the postgres user (PostgreSQL refuses to run as
+# root) cannot enter DIR: a state folder made by `mktemp -d`, or under /root, is root-only. Then it
+# is a folder of its own under /var/lib/aqs named after DIR (the same DIR finds its data again);
+# the member's folder is never opened up.
+pg_home() {
+  local dir=$1 home
   mkdir -p "$dir"
-  if [ "$(id -u)" = 0 ]; then
-    id postgres >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres
-    chown postgres "$dir"
-    run=(runuser -u postgres --)
-  fi
+  if [ "$(id -u)" != 0 ]; then echo "$dir"; return 0; fi
+  id postgres >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres
+  chown postgres "$dir"
+  if runuser -u postgres -- test -x "$dir" -a -w "$dir" 2>/dev/null; then echo "$dir"; return 0; fi
+  home="/var/lib/aqs/postgres-$(printf '%s' "$dir" | sha256sum | cut -c1-16)"
+  mkdir -p "$home"
+  chmod 755 /var/lib/aqs
+  chown postgres "$home"
+  chmod 700 "$home"
+  echo "$home"
+}
+
+# start_postgres DIR: starts a private PostgreSQL for DIR (in `pg_home DIR`; as the postgres user
+# when run as root); sets PG_PORT and PG_HOME. Creates database aqs.
+start_postgres() {
+  local dir bin run=()
+  bin=$(pg_bin)
+  dir=$(pg_home "$1")
+  PG_HOME=$dir
+  [ "$dir" = "$1" ] || log "the postgres user cannot enter $1; PostgreSQL keeps its data in $dir"
+  [ "$(id -u)" = 0 ] && run=(runuser -u postgres --)
   if [ ! -f "$dir/data/PG_VERSION" ]; then
     "${run[@]}" "$bin/initdb" -D "$dir/data" -U postgres --auth=trust --encoding=UTF8 --no-sync >"$dir/initdb.log" 2>&1 \
       || die "initdb failed; see $dir/initdb.log"
@@ -118,7 +136,8 @@ start_postgres() {
 }
 
 stop_postgres() {
-  local dir=$1 run=()
+  local dir run=()
+  dir=$(pg_home "$1")
   [ -f "$dir/data/postmaster.pid" ] || return 0
   [ "$(id -u)" = 0 ] && run=(runuser -u postgres --)
   "${run[@]}" "$(pg_bin)/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
@@ -130,6 +149,33 @@ stop_redis() {
   [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
   rm -f "$dir/pid"
   return 0
+}
+
+# wait_for_health URL PID LOG SECONDS: waits until URL answers 2xx. Dies, with the last lines of
+# LOG, if process PID exits first or SECONDS pass without an answer.
+wait_for_health() {
+  local url=$1 pid=$2 logfile=$3 deadline=$(( SECONDS + $4 ))
+  until curl -fsS "$url" >/dev/null 2>&1; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      tail -n 40 "$logfile" >&2 || true
+      die "aqs serve exited before it answered $url (log: $logfile)"
+    fi
+    if [ $SECONDS -ge $deadline ]; then
+      tail -n 40 "$logfile" >&2 || true
+      die "aqs serve did not answer $url within $4 s (log: $logfile)"
+    fi
+    sleep 0.2
+  done
+}
+
+# cargo_build_bin NAME: builds binary NAME in release mode and prints its path, wherever cargo
+# puts it (CARGO_TARGET_DIR, build.target-dir): cargo says so itself in its JSON messages.
+cargo_build_bin() {
+  local path
+  path=$(cargo build --release --locked --bin "$1" --message-format=json-render-diagnostics \
+    | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
+  [ -n "$path" ] && [ -x "$path" ] || die "cargo did not report where it built $1"
+  echo "$path"
 }
 
 # random_secret: 48 url-safe characters from the kernel's CSPRNG.

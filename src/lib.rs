@@ -1,4 +1,5 @@
 //! The `aqs` library behind the binary: `serve` composes the roles and runs the HTTP server, so
 //! that tests (through `aqs-testkit`) run the very server production runs.
 
+mod framing;
 pub mod serve;

@@ -159,6 +159,8 @@ pub async fn serve_http(
             tracing::debug!(error = %err, "cannot set TCP_NODELAY");
         }
         let service = TowerToHyperService::new(app.clone());
+        // hyper's own answers to malformed framing get our JSON error body (`framing`).
+        let stream = crate::framing::JsonFramingErrors::new(stream);
         let conn = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
         let (cancel, closing) = (cancel.clone(), closing.clone());
         tracker.spawn(async move {

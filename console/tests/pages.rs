@@ -14,5 +14,6 @@ mod pages {
     mod settings;
     mod support;
     mod tenancy;
+    mod text_fields;
     mod tokens;
 }

@@ -11,6 +11,7 @@ use crate::members::{self, Member};
 use crate::push;
 use crate::push_url;
 use crate::state::ControlPlane;
+use crate::text::refuse_control;
 use crate::timefmt;
 use aqs_core::ids::QueueId;
 use aqs_core::{ApiError, ApiResult};
@@ -29,6 +30,7 @@ pub struct CallbackUrl {
 
 /// The member with this email, for an operator who knows the email but not the id.
 pub async fn find_member(cp: &ControlPlane, _operator: &AuthOperator, email: &str) -> ApiResult<Member> {
+    refuse_control("email", email)?;
     members::find_with_hash(cp.db(), email.trim())
         .await?
         .map(|(member, _)| member)

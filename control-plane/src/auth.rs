@@ -4,6 +4,7 @@
 use crate::members::{self, Member, MemberId, Role};
 use crate::password;
 use crate::state::ControlPlane;
+use crate::text::refuse_control;
 use aqs_core::{ApiError, ApiResult};
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
@@ -32,6 +33,7 @@ pub struct SignedIn {
 
 /// Creates a member. Emails in `AQS_OPERATOR_EMAILS` become operators.
 pub async fn signup(cp: &ControlPlane, credentials: Credentials) -> ApiResult<SignedIn> {
+    refuse_control("email", &credentials.email)?;
     let email = normalise_email(&credentials.email)?;
     check_password(&credentials.password)?;
     let hash = password::hash(credentials.password).await?;
@@ -42,8 +44,10 @@ pub async fn signup(cp: &ControlPlane, credentials: Credentials) -> ApiResult<Si
 }
 
 /// Checks an email and password. Every failure is the same 401, so a caller cannot tell an unknown
-/// email from a wrong password.
+/// email from a wrong password; only an email no member could have (a control character in it) is
+/// a 400, as it is at sign-up.
 pub async fn login(cp: &ControlPlane, credentials: Credentials) -> ApiResult<SignedIn> {
+    refuse_control("email", &credentials.email)?;
     let wrong = || ApiError::Unauthorized("wrong email or password".into());
     let email = normalise_email(&credentials.email).map_err(|_| wrong())?;
     let found = members::find_with_hash(cp.db(), &email).await?;
@@ -116,9 +120,7 @@ impl FromRequestParts<ControlPlane> for AuthMember {
     async fn from_request_parts(parts: &mut Parts, cp: &ControlPlane) -> Result<Self, Self::Rejection> {
         let header = parts.headers.get(AUTHORIZATION).and_then(|value| value.to_str().ok());
         let session = header
-            .and_then(|value| value.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|token| !token.is_empty())
+            .and_then(aqs_core::token::bearer)
             .ok_or_else(|| ApiError::Unauthorized("send Authorization: Bearer <session>".into()))?;
         verify_session(cp, session).await.map(AuthMember)
     }

@@ -29,6 +29,7 @@ mod routes;
 mod session;
 pub mod slug;
 mod state;
+mod text;
 mod timefmt;
 pub mod tokens;
 

@@ -2,7 +2,9 @@
 //!
 //! 1. `scheme`: http or https.
 //! 2. `credentials`: no user name or password in the URL.
-//! 3. `fragment`: no `#fragment`.
+//! 3. `fragment`: no `#fragment`; and `domain name`: the host is a name, never an IP literal
+//!    (spec/push-delivery.md: "a domain name"); a prefix on an IP address could authorise
+//!    nothing, so it is refused too.
 //! 4. `authorised`: under one of the callback URL prefixes an operator authorised for the member
 //!    (same scheme, host and port; the path at or below the prefix's path, on a segment boundary).
 //! 5. `address`: neither the literal host nor any address its name resolves to is private,
@@ -11,6 +13,7 @@
 //!
 //! Prefixes themselves pass rules 1–3 (and have no query) and are stored normalised.
 
+use crate::text::refuse_control;
 use aqs_core::push::forbidden_address;
 use aqs_core::{ApiError, ApiResult};
 use std::net::IpAddr;
@@ -22,6 +25,8 @@ const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Parses and checks rules 1–3; `field` names the request field in errors.
 pub fn parse(field: &str, text: &str) -> ApiResult<Url> {
+    // The URL parser would quietly drop a tab or newline; refuse them, as in every other field.
+    refuse_control(field, text)?;
     let text = text.trim();
     if text.is_empty() || text.chars().count() > URL_MAX_CHARS {
         return Err(ApiError::invalid(format!(
@@ -38,8 +43,15 @@ pub fn parse(field: &str, text: &str) -> ApiResult<Url> {
     if url.fragment().is_some() {
         return Err(ApiError::invalid(format!("{field}: a #fragment is not allowed in the URL")));
     }
-    if url.host().is_none() {
-        return Err(ApiError::invalid(format!("{field}: the URL needs a host")));
+    match url.host() {
+        None => return Err(ApiError::invalid(format!("{field}: the URL needs a host"))),
+        Some(Host::Ipv4(_) | Host::Ipv6(_)) => {
+            return Err(ApiError::invalid(format!(
+                "{field}: the host must be a domain name, not an IP address ({})",
+                url.host_str().unwrap_or_default()
+            )));
+        }
+        Some(Host::Domain(_)) => {}
     }
     Ok(url)
 }
@@ -129,6 +141,10 @@ mod tests {
         assert!(err("handler_url", "https://u@app.example.com/").contains("credentials"));
         assert!(err("handler_url", "https://app.example.com/#x").contains("fragment"));
         assert!(err("handler_url", "not a url").contains("not a valid URL"));
+        for literal in ["http://93.184.216.34/hook", "https://[2606:2800:220:1::]/", "http://127.0.0.1:9/"] {
+            assert!(err("handler_url", literal).contains("must be a domain name"), "{literal}");
+            assert!(err("prefix", literal).starts_with("prefix: the host must be a domain name"), "{literal}");
+        }
         assert!(parse("handler_url", "https://app.example.com/q?x=1").is_ok());
         assert!(parse_prefix("https://app.example.com/q?x=1").unwrap_err().to_string().contains("query"));
         assert_eq!(parse_prefix("HTTPS://App.Example.com").unwrap(), "https://app.example.com/");
@@ -160,12 +176,13 @@ mod tests {
             "http://[::ffff:127.0.0.1]/",
             "http://localhost/",
         ] {
-            let url = parse("handler_url", bad).unwrap();
+            // IP literals stop at `parse` (rule 3); the address rule still covers them.
+            let url = Url::parse(bad).unwrap();
             let err = check_address(&url, false).await.unwrap_err().to_string();
             assert!(err.contains("not allowed"), "{bad}: {err}");
             assert!(check_address(&url, true).await.is_ok());
         }
-        let public = parse("handler_url", "http://93.184.216.34/").unwrap();
+        let public = Url::parse("http://93.184.216.34/").unwrap();
         assert!(check_address(&public, false).await.is_ok());
     }
 }

@@ -1,6 +1,7 @@
 //! What a member may set on a queue (name, visibility timeout, attempts, payload size, storage
 //! limit), the request bodies that carry them, and the range checks, each naming its field.
 
+use crate::text::refuse_control;
 use aqs_core::limits::{
     MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_MAX, MAX_ATTEMPTS_MIN, MIB, PAYLOAD_SIZE_DEFAULT, PAYLOAD_SIZES,
     STORAGE_DEFAULT, STORAGE_MAX, STORAGE_MIN, VISIBILITY_DEFAULT_SECS, VISIBILITY_MAX_SECS, VISIBILITY_MIN_SECS,
@@ -70,6 +71,7 @@ impl QueueChanges {
 }
 
 pub fn check_name(name: &str) -> ApiResult<String> {
+    refuse_control("name", name)?;
     let name = name.trim();
     let chars = name.chars().count();
     if chars == 0 || chars > NAME_MAX_CHARS {

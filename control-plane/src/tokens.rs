@@ -10,6 +10,7 @@ use crate::projection::{self, ProjectedToken};
 use crate::queues;
 use crate::slug::Slug;
 use crate::state::ControlPlane;
+use crate::text::refuse_control;
 use crate::timefmt;
 use aqs_core::ids::QueueId;
 use aqs_core::projection::TokenRecord;
@@ -215,6 +216,7 @@ pub(crate) async fn revoke_all(tx: &mut PgConnection, queue: Uuid) -> ApiResult<
 }
 
 fn check_name(name: &str) -> ApiResult<String> {
+    refuse_control("name", name)?;
     let name = name.trim();
     let chars = name.chars().count();
     if chars == 0 || chars > NAME_MAX_CHARS {

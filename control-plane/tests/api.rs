@@ -10,5 +10,6 @@ mod api {
     mod push_admin;
     mod queues;
     mod support;
+    mod text_fields;
     mod tokens;
 }

@@ -103,6 +103,15 @@ pub fn join_scopes(scopes: &[Scope]) -> String {
     scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",")
 }
 
+/// The credentials of an `Authorization: Bearer <credentials>` header value, for sessions and
+/// queue tokens alike. The scheme name is case-insensitive (RFC 9110, section 11.1: `BEARER` and
+/// `bearer` are `Bearer`); `None` without the scheme or without credentials.
+pub fn bearer(header: &str) -> Option<&str> {
+    let (scheme, credentials) = header.trim_start().split_once(' ')?;
+    let credentials = credentials.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !credentials.is_empty()).then_some(credentials)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,5 +141,15 @@ mod tests {
     fn scopes_round_trip() {
         assert_eq!(parse_scopes("send,manage"), vec![Scope::Send, Scope::Manage]);
         assert_eq!(join_scopes(&[Scope::Consume, Scope::Send]), "consume,send");
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        for header in ["Bearer abc", "bearer abc", "BEARER abc", "BeArEr   abc ", " Bearer abc"] {
+            assert_eq!(bearer(header), Some("abc"), "{header:?}");
+        }
+        for header in ["Basic abc", "Bearer", "Bearer ", "Bearerabc", "abc", ""] {
+            assert_eq!(bearer(header), None, "{header:?}");
+        }
     }
 }

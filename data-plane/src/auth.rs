@@ -58,7 +58,7 @@ fn bearer(parts: &Parts) -> ApiResult<TokenSecret> {
         .get(AUTHORIZATION)
         .ok_or_else(|| ApiError::Unauthorized("send the queue token as Authorization: Bearer acq_…".into()))?;
     let text = header.to_str().unwrap_or_default();
-    let token = text.strip_prefix("Bearer ").or_else(|| text.strip_prefix("bearer ")).unwrap_or_default().trim();
+    let token = aqs_core::token::bearer(text).unwrap_or_default();
     TokenSecret::parse(token).ok_or_else(|| ApiError::Unauthorized("the token is malformed".into()))
 }
 

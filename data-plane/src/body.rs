@@ -8,22 +8,33 @@ use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
 /// Reads at most `limit` bytes of a JSON body; 415 without a JSON content type, 413 past the limit.
-/// An empty body is allowed when `allow_empty` (routes whose fields are all optional).
+/// An empty body (with `Content-Length: 0` or none at all) is allowed when `allow_empty` (routes
+/// whose fields are all optional, or that explain what to send).
 pub async fn read(headers: &HeaderMap, body: Body, limit: u64, allow_empty: bool) -> ApiResult<Bytes> {
     let declared = headers.get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|len| len > limit) {
         return Err(too_large(limit));
     }
-    let empty_allowed = allow_empty && declared == Some(0);
-    if !empty_allowed && !is_json(headers) {
-        return Err(ApiError::UnsupportedMediaType("send the body as JSON with Content-Type: application/json".into()));
+    let json = is_json(headers);
+    let may_be_empty = allow_empty && declared.is_none_or(|len| len == 0);
+    if !json && !may_be_empty {
+        return Err(unsupported());
     }
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => Err(too_large(limit as u64)),
-        Err(_) => Err(ApiError::invalid("the request body could not be read")),
+    let bytes = match Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => return Err(too_large(limit as u64)),
+        Err(_) => return Err(ApiError::invalid("the request body could not be read")),
+    };
+    // Without a length, only an empty body may come without a JSON content type.
+    if !json && !bytes.is_empty() {
+        return Err(unsupported());
     }
+    Ok(bytes)
+}
+
+fn unsupported() -> ApiError {
+    ApiError::UnsupportedMediaType("send the body as JSON with Content-Type: application/json".into())
 }
 
 /// Parses `bytes` as `T`; an empty body parses as `{}` when the caller allowed it.

@@ -1,7 +1,15 @@
 //! In-process caches of the projection: token → token record, slug → queue id, queue id →
 //! settings and whether it has a push target. Entries live at most `TTL` (500 ms), so a revoked
-//! token or a moved slug stops working within a second on every replica, while a busy token costs no Redis round trip per request.
-//! Misses are cached too, so a flood of bad tokens does not become a flood of Redis lookups.
+//! token or a moved slug stops working within a second on every replica, while a busy token costs
+//! no Redis round trip per request. Misses are cached too, so a flood of one bad token does not
+//! become a flood of Redis lookups.
+//!
+//! Each cache holds at most [`CAPACITY`] entries: the token and slug caches are keyed by what
+//! callers send, so a flood of distinct bad tokens must not grow them (nor their hash tables,
+//! which never give memory back on their own). A full cache first drops its expired entries (at
+//! most once per `TTL`, so a flood does not turn every insert into a scan); if it is still full,
+//! the new entry is simply not cached and that request costs one Redis lookup, as a miss always
+//! did.
 
 use aqs_core::error::ApiResult;
 use aqs_core::ids::QueueId;
@@ -14,9 +22,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub const TTL: Duration = Duration::from_millis(500);
-/// Past this many entries, or this long after the last sweep, a cache drops its stale entries on
-/// insert: the token cache is keyed by the tokens themselves, which should not outlive their use.
-const SWEEP_AT: usize = 10_000;
+/// The most entries one cache holds.
+pub const CAPACITY: usize = 10_000;
+/// This long after the last sweep, an insert drops the expired entries even if the cache is not
+/// full, and gives back what the table no longer needs.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
 struct TtlMap<K, V> {
@@ -26,6 +35,17 @@ struct TtlMap<K, V> {
 struct Entries<K, V> {
     map: HashMap<K, (Instant, V)>,
     swept_at: Instant,
+}
+
+impl<K: Eq + Hash, V: Clone> Entries<K, V> {
+    fn sweep(&mut self, now: Instant) {
+        self.map.retain(|_, (at, _)| now.duration_since(*at) < TTL);
+        // A flood leaves a table sized for it; keep room for growth, give the rest back.
+        if self.map.capacity() > 2 * self.map.len().max(64) {
+            self.map.shrink_to(2 * self.map.len());
+        }
+        self.swept_at = now;
+    }
 }
 
 impl<K: Eq + Hash, V: Clone> TtlMap<K, V> {
@@ -45,12 +65,31 @@ impl<K: Eq + Hash, V: Clone> TtlMap<K, V> {
     fn insert(&self, key: K, value: V) {
         let mut inner = self.inner.lock().expect("cache lock");
         let now = Instant::now();
-        if inner.map.len() >= SWEEP_AT || now.duration_since(inner.swept_at) >= SWEEP_EVERY {
-            inner.map.retain(|_, (at, _)| now.duration_since(*at) < TTL);
-            inner.swept_at = now;
+        let since_sweep = now.duration_since(inner.swept_at);
+        let full = inner.map.len() >= CAPACITY && !inner.map.contains_key(&key);
+        if (full && since_sweep >= TTL) || since_sweep >= SWEEP_EVERY {
+            inner.sweep(now);
+        }
+        if inner.map.len() >= CAPACITY && !inner.map.contains_key(&key) {
+            return;
         }
         inner.map.insert(key, (now, value));
     }
+
+    fn len(&self) -> usize {
+        self.inner.lock().expect("cache lock").map.len()
+    }
+}
+
+/// How many entries each cache holds now (for tests and diagnostics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheSizes {
+    pub tokens: usize,
+    pub slugs: usize,
+    pub metas: usize,
+    pub push: usize,
+    /// Tokens with rate-limit buckets (`rate_limit::Usage`).
+    pub rate_buckets: usize,
 }
 
 pub struct AuthCache {
@@ -65,6 +104,17 @@ pub struct AuthCache {
 impl AuthCache {
     pub fn new(keys: Keys) -> Self {
         Self { keys, tokens: TtlMap::new(), slugs: TtlMap::new(), metas: TtlMap::new(), push: TtlMap::new() }
+    }
+
+    /// The sizes of the caches, but for the rate buckets (`Usage` fills that in).
+    pub fn sizes(&self) -> CacheSizes {
+        CacheSizes {
+            tokens: self.tokens.len(),
+            slugs: self.slugs.len(),
+            metas: self.metas.len(),
+            push: self.push.len(),
+            rate_buckets: 0,
+        }
     }
 
     /// The record of a presented token. Cached by the token itself, so a hit costs no SHA-256
@@ -119,5 +169,44 @@ impl AuthCache {
         let enabled: bool = redis::cmd("HEXISTS").arg(self.keys.queue(queue).push()).arg("v").query_async(conn).await?;
         self.push.insert(queue, enabled);
         Ok(enabled)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_cache_keeps_its_bound_and_its_live_entries() {
+        let map = TtlMap::new();
+        for i in 0..CAPACITY + 500 {
+            map.insert(i, i);
+        }
+        assert_eq!(map.len(), CAPACITY, "entries past the bound are not cached");
+        let inner = map.inner.lock().unwrap();
+        assert!(inner.map.contains_key(&0), "live entries are kept");
+        assert!(!inner.map.contains_key(&(CAPACITY + 1)));
+        drop(inner);
+        // Updating a cached key is always possible.
+        map.insert(7, 70);
+        assert_eq!(map.get(&7), Some(70));
+    }
+
+    #[test]
+    fn a_full_cache_drops_what_expired_to_make_room() {
+        let map = TtlMap::new();
+        for i in 0..CAPACITY {
+            map.insert(i, i);
+        }
+        {
+            let mut inner = map.inner.lock().unwrap();
+            let past = Instant::now() - 2 * TTL;
+            inner.swept_at = past;
+            inner.map.values_mut().for_each(|(at, _)| *at = past);
+        }
+        map.insert(CAPACITY, CAPACITY);
+        assert_eq!(map.len(), 1);
+        assert_eq!(map.get(&CAPACITY), Some(CAPACITY));
+        assert!(map.inner.lock().unwrap().map.capacity() < CAPACITY, "the table gave its room back");
     }
 }

@@ -22,6 +22,8 @@ mod sweeper;
 mod wake;
 
 pub use auth::{PinnedQueue, QueueContext};
+pub use cache::{CAPACITY as CACHE_CAPACITY, CacheSizes};
+pub use rate_limit::CAPACITY as RATE_BUCKETS_CAPACITY;
 pub use routes::{queue_routes, router};
 pub use state::DataPlane;
 

@@ -10,6 +10,7 @@ use aqs_core::ids::QueueId;
 use aqs_core::time::now_ms;
 use std::time::Duration;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 /// The shortest sleep between two attempts, so a due time in the past cannot spin.
 const MIN_SLEEP: Duration = Duration::from_millis(5);
@@ -29,6 +30,14 @@ async fn shutting_down(state: &DataPlane) {
     }
 }
 
+/// Resolves when `stop` is cancelled; never without one.
+async fn stopped(stop: Option<&CancellationToken>) {
+    match stop {
+        Some(token) => token.cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Leases up to `max` messages, waiting up to `wait` for the first one.
 pub async fn consume(
     state: &DataPlane,
@@ -37,6 +46,23 @@ pub async fn consume(
     lease_ms: u64,
     wait: Duration,
 ) -> ApiResult<Consumed> {
+    consume_until(state, queue, max, lease_ms, wait, None).await
+}
+
+/// [`consume`] that also stops waiting, answering with no messages, once `stop` is cancelled. Only
+/// the wait is cut short, never a consume script in flight: a caller that dropped the future
+/// instead could lose the answer of a script that had already leased messages.
+pub async fn consume_until(
+    state: &DataPlane,
+    queue: QueueId,
+    max: u32,
+    lease_ms: u64,
+    wait: Duration,
+    stop: Option<&CancellationToken>,
+) -> ApiResult<Consumed> {
+    if stop.is_some_and(CancellationToken::is_cancelled) {
+        return Ok(Consumed { deliveries: Vec::new(), lease_ms, paused: false });
+    }
     let deadline = Instant::now() + wait;
     // Registered before the first attempt: a publish landing between the attempt and the wait
     // still wakes us.
@@ -93,6 +119,7 @@ pub async fn consume(
             _ = notified_fut => pass_on.0 = notified.clone(),
             _ = tokio::time::sleep_until(wake_at) => {}
             _ = shutting_down(state) => return Ok(Consumed { deliveries: Vec::new(), lease_ms, paused: false }),
+            _ = stopped(stop) => return Ok(Consumed { deliveries: Vec::new(), lease_ms, paused: false }),
         }
     }
 }

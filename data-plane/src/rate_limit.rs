@@ -4,12 +4,17 @@
 //! - publish, consume, ack and nack: 1,000 requests per second;
 //! - stats, peek and the dead-letter list: 120 per minute;
 //! - purge, dead-letter replay and dead-letter purge: 6 per minute.
+//!
+//! Only valid tokens get buckets (a bad one is a 401 before). A bucket idle for a minute has
+//! refilled completely, so dropping it changes nothing: the map is swept of those every minute.
+//! It holds at most [`CAPACITY`] tokens; should more be active within one minute, the least
+//! recently seen half is dropped (they start again with a full bucket).
 
 use aqs_core::error::ApiError;
 use aqs_core::limits;
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,11 +53,26 @@ struct TokenUsage {
 
 /// How often a token's last use is written to Redis.
 const RECORD_EVERY_MS: u64 = 60_000;
-const SWEEP_AT: usize = 10_000;
+/// The most tokens with buckets.
+pub const CAPACITY: usize = 100_000;
+/// Every bucket is full again after this long idle (the slowest refill: 6 or 120 per minute), and
+/// the sweep runs this often.
+const IDLE: Duration = Duration::from_secs(60);
 
-#[derive(Default)]
 pub struct Usage {
-    tokens: Mutex<HashMap<Uuid, TokenUsage>>,
+    inner: Mutex<Buckets>,
+    capacity: usize,
+}
+
+struct Buckets {
+    tokens: HashMap<Uuid, TokenUsage>,
+    swept_at: Instant,
+}
+
+impl Default for Usage {
+    fn default() -> Self {
+        Self::with_capacity(CAPACITY)
+    }
 }
 
 /// The request may go ahead; `record_use` says the token's last use is due to be written.
@@ -61,14 +81,25 @@ pub struct Admitted {
 }
 
 impl Usage {
+    fn with_capacity(capacity: usize) -> Self {
+        Self { inner: Mutex::new(Buckets { tokens: HashMap::new(), swept_at: Instant::now() }), capacity }
+    }
+
+    /// How many tokens have buckets.
+    pub fn len(&self) -> usize {
+        self.inner.lock().expect("usage lock").tokens.len()
+    }
+
     /// Takes one request of `class` from `token`'s budget, or answers 429 with Retry-After.
     pub fn admit(&self, token: Uuid, class: Class, now_ms: u64) -> Result<Admitted, ApiError> {
         let now = Instant::now();
-        let mut tokens = self.tokens.lock().expect("usage lock");
-        if tokens.len() >= SWEEP_AT && !tokens.contains_key(&token) {
-            tokens.retain(|_, u| now.duration_since(u.seen).as_secs() < 120);
+        let mut inner = self.inner.lock().expect("usage lock");
+        let full = inner.tokens.len() >= self.capacity && !inner.tokens.contains_key(&token);
+        if full || now.duration_since(inner.swept_at) >= IDLE {
+            inner.sweep(now, self.capacity);
         }
-        let usage = tokens.entry(token).or_insert(TokenUsage { buckets: [None; 3], last_recorded_ms: 0, seen: now });
+        let usage =
+            inner.tokens.entry(token).or_insert(TokenUsage { buckets: [None; 3], last_recorded_ms: 0, seen: now });
         usage.seen = now;
         let (burst, per_sec) = class.budget();
         let bucket = usage.buckets[class as usize].get_or_insert(Bucket { tokens: burst, at: now });
@@ -87,6 +118,23 @@ impl Usage {
             usage.last_recorded_ms = now_ms;
         }
         Ok(Admitted { record_use })
+    }
+}
+
+impl Buckets {
+    fn sweep(&mut self, now: Instant, capacity: usize) {
+        self.tokens.retain(|_, u| now.duration_since(u.seen) < IDLE);
+        if self.tokens.len() >= capacity {
+            let mut seen: Vec<Instant> = self.tokens.values().map(|u| u.seen).collect();
+            let middle = seen.len() / 2;
+            let (_, cut, _) = seen.select_nth_unstable(middle);
+            let cut = *cut;
+            self.tokens.retain(|_, u| u.seen > cut);
+        }
+        if self.tokens.capacity() > 2 * self.tokens.len().max(64) {
+            self.tokens.shrink_to(2 * self.tokens.len());
+        }
+        self.swept_at = now;
     }
 }
 
@@ -116,5 +164,33 @@ mod tests {
         assert!(usage.admit(token, Class::Messages, 1_000_000).unwrap().record_use);
         assert!(!usage.admit(token, Class::Messages, 1_030_000).unwrap().record_use);
         assert!(usage.admit(token, Class::Messages, 1_060_000).unwrap().record_use);
+    }
+
+    #[test]
+    fn the_buckets_stay_within_their_bound() {
+        let usage = Usage::with_capacity(100);
+        let first = Uuid::new_v4();
+        usage.admit(first, Class::Messages, 1).unwrap();
+        for _ in 0..1_000 {
+            usage.admit(Uuid::new_v4(), Class::Messages, 1).unwrap();
+            assert!(usage.len() <= 100);
+        }
+        assert!(usage.len() > 1, "only the least recently seen half goes: {}", usage.len());
+    }
+
+    #[test]
+    fn idle_buckets_are_swept() {
+        let usage = Usage::default();
+        for _ in 0..10 {
+            usage.admit(Uuid::new_v4(), Class::Actions, 1).unwrap();
+        }
+        {
+            let mut inner = usage.inner.lock().unwrap();
+            let past = Instant::now() - IDLE;
+            inner.swept_at = past;
+            inner.tokens.values_mut().for_each(|u| u.seen = past);
+        }
+        usage.admit(Uuid::new_v4(), Class::Actions, 1).unwrap();
+        assert_eq!(usage.len(), 1, "full buckets idle for a minute are dropped");
     }
 }

@@ -1,6 +1,6 @@
 //! `DataPlane`: the shared state of every handler and background task.
 
-use crate::cache::AuthCache;
+use crate::cache::{AuthCache, CacheSizes};
 use crate::engine::Engine;
 use crate::push::deliver::PushClient;
 use crate::rate_limit::Usage;
@@ -74,6 +74,12 @@ impl DataPlane {
             shutdown: Arc::new(OnceLock::new()),
             push: Arc::new(PushClient::new(config.push_allow_private_networks)),
         }))
+    }
+
+    /// How many entries the in-process caches and the rate buckets hold: each has a bound
+    /// (`CACHE_CAPACITY`, `RATE_BUCKETS_CAPACITY`) that hostile traffic cannot push it past.
+    pub fn cache_sizes(&self) -> CacheSizes {
+        CacheSizes { rate_buckets: self.usage.len(), ..self.auth.sizes() }
     }
 
     /// True once the wake-up subscriber is listening (tests wait for it).

@@ -17,6 +17,8 @@ mod dead_letters;
 mod health;
 #[path = "api/idempotency_index.rs"]
 mod idempotency_index;
+#[path = "api/hostile.rs"]
+mod hostile;
 #[path = "api/leases.rs"]
 mod leases;
 #[path = "api/longpoll.rs"]

@@ -5,7 +5,9 @@
 mod bench_smoke;
 mod client;
 mod console_journey;
+mod framing;
 mod harness;
+mod infra;
 mod outages;
 mod push;
 mod readme;

@@ -33,7 +33,7 @@ async fn hanging_then_ok() -> (String, Arc<Mutex<Vec<(Instant, Value)>>>) {
         }
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://127.0.0.1:{}/", listener.local_addr().unwrap().port());
+    let url = format!("http://localhost:{}/", listener.local_addr().unwrap().port());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (url, seen)
 }

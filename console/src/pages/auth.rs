@@ -105,6 +105,10 @@ pub(crate) async fn login(State(state): State<ConsoleState>, visitor: Visitor, f
             errors.set_form("wrong email or password");
             Ok(guest_page(&state, visitor, false, email, errors, INVALID).await)
         }
+        Err(err @ ApiError::InvalidRequest(_)) => {
+            let errors = FieldErrors::from_api(err, &["email"])?;
+            Ok(guest_page(&state, visitor, false, email, errors, INVALID).await)
+        }
         Err(err) => Err(ConsoleError::from(err)),
     }
 }

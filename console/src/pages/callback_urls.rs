@@ -102,6 +102,10 @@ async fn find(
             errors.add("email", message);
             Ok(None)
         }
+        Err(ApiError::InvalidRequest(message)) => {
+            errors.add("email", message.strip_prefix("email: ").unwrap_or(&message));
+            Ok(None)
+        }
         Err(err) => Err(err.into()),
     }
 }

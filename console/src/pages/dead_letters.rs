@@ -158,9 +158,11 @@ pub(crate) async fn act(
     let action = Action::parse(&action)?;
     let id = message_id(Some(form.get("id")))?;
     let queue = load_queue(&state, &member, &slug).await?;
-    let selection = match &id {
-        Some(id) => Selection::Ids(vec![id.clone()]),
-        None => Selection::All,
+    // Every dead letter only when the form says so (the confirmation's `all`), as the API asks.
+    let selection = match (&id, form.get("all")) {
+        (Some(id), _) => Selection::Ids(vec![id.clone()]),
+        (None, "true") => Selection::All,
+        (None, _) => return Err(ConsoleError::BadRequest("choose a dead letter, or confirm all of them".into())),
     };
     let n = match action {
         Action::Replay => state.engine().replay_dead_letters(queue.id, &selection).await?,

@@ -63,42 +63,42 @@ async fn an_operator_authorises_and_withdraws_callback_urls(db: PgPool) {
     }
 
     let added = operator
-        .post("/admin/callback-urls", &[("email", "ada@example.com"), ("prefix", "http://127.0.0.1:9/ada")])
+        .post("/admin/callback-urls", &[("email", "ada@example.com"), ("prefix", "http://localhost:9/ada")])
         .await;
     assert_eq!(added.location(), "/admin/callback-urls?email=ada%40example.com");
     let page = operator.follow(added).await;
-    page.assert_contains("Authorised http://127.0.0.1:9/ada for ada@example.com.");
-    page.assert_contains("<th scope=\"row\" data-label=\"Prefix\"><code>http://127.0.0.1:9/ada</code></th>");
+    page.assert_contains("Authorised http://localhost:9/ada for ada@example.com.");
+    page.assert_contains("<th scope=\"row\" data-label=\"Prefix\"><code>http://localhost:9/ada</code></th>");
     let again = operator
-        .post("/admin/callback-urls", &[("email", "ada@example.com"), ("prefix", "http://127.0.0.1:9/ada")])
+        .post("/admin/callback-urls", &[("email", "ada@example.com"), ("prefix", "http://localhost:9/ada")])
         .await;
     assert_eq!(again.status, 422);
     again.assert_contains("class=\"error-summary\" role=\"alert\">This callback URL prefix is already authorised");
     operator
-        .post("/admin/callback-urls", &[("email", "ada@example.com"), ("prefix", "http://127.0.0.1:9/other")])
+        .post("/admin/callback-urls", &[("email", "ada@example.com"), ("prefix", "http://localhost:9/other")])
         .await;
 
     // The member sees it as help beside the URL field, and turns push on under it.
     let push = ada.get("/queues/jobs/push").await;
-    push.assert_contains("<li><code>http://127.0.0.1:9/ada</code></li>");
-    assert_eq!(ada.post("/queues/jobs/push", &target("http://127.0.0.1:9/ada/jobs", "30")).await.status, 200);
+    push.assert_contains("<li><code>http://localhost:9/ada</code></li>");
+    assert_eq!(ada.post("/queues/jobs/push", &target("http://localhost:9/ada/jobs", "30")).await.status, 200);
 
     // Withdrawing a prefix that covers nothing stops nothing.
     let page = operator.get("/admin/callback-urls?email=ada@example.com").await;
-    let marker = "\">Withdraw<span class=\"visually-hidden\"> http://127.0.0.1:9/other";
+    let marker = "\">Withdraw<span class=\"visually-hidden\"> http://localhost:9/other";
     let at = page.body.find(marker).expect("a withdraw link");
     let start = page.body[..at].rfind("href=\"").unwrap() + 6;
     let link = page.body[start..at].replace("&amp;", "&");
     let confirm = operator.get(&link).await;
     assert_eq!(confirm.status, 200);
-    confirm.assert_contains("Withdraw <code>http://127.0.0.1:9/other</code> from ada@example.com?");
+    confirm.assert_contains("Withdraw <code>http://localhost:9/other</code> from ada@example.com?");
     let id = confirm.input_value("id").unwrap();
     let done = operator.post("/admin/callback-urls/remove", &[("email", "ada@example.com"), ("id", &id)]).await;
     let page = operator.follow(done).await;
-    page.assert_contains("Withdrew http://127.0.0.1:9/other from ada@example.com. No queue&#39;s push was affected.");
+    page.assert_contains("Withdrew http://localhost:9/other from ada@example.com. No queue&#39;s push was affected.");
 
     // Withdrawing the one under which push runs stops it, and says where.
-    let marker = "\">Withdraw<span class=\"visually-hidden\"> http://127.0.0.1:9/ada";
+    let marker = "\">Withdraw<span class=\"visually-hidden\"> http://localhost:9/ada";
     let at = page.body.find(marker).expect("a withdraw link");
     let start = page.body[..at].rfind("href=\"").unwrap() + 6;
     let confirm = operator.get(&page.body[start..at].replace("&amp;", "&")).await;

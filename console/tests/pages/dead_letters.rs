@@ -41,7 +41,12 @@ async fn replay_one_and_purge_all_after_confirmation(db: PgPool) {
     let confirm = ada.get("/queues/jobs/dead-letters/purge").await;
     confirm.assert_contains("Purge the 1 dead letter of this queue?");
     confirm.assert_contains("This cannot be undone.");
-    let done = ada.post("/queues/jobs/dead-letters/purge", &[]).await;
+    confirm.assert_contains("name=\"all\" value=\"true\"");
+    // Without the confirmation's explicit `all`, nothing is purged.
+    let refused = ada.post("/queues/jobs/dead-letters/purge", &[]).await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(app.engine.stats(queue.id, now_ms()).await.unwrap().unwrap().dead_letters, 1);
+    let done = ada.post("/queues/jobs/dead-letters/purge", &[("all", "true")]).await;
     ada.follow(done).await.assert_contains("Purged 1 dead letter.");
     assert_eq!(app.engine.stats(queue.id, now_ms()).await.unwrap().unwrap().dead_letters, 0);
 

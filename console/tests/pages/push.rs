@@ -111,10 +111,10 @@ async fn turning_push_on_shows_the_secret_once_and_rotation_shows_a_new_one(db: 
     ada.create_queue("jobs", "5").await;
     let mut operator = Visitor::new(&app);
     operator.sign_up(OPERATOR).await;
-    authorise(&mut operator, "ada@example.com", "http://127.0.0.1:9/").await;
+    authorise(&mut operator, "ada@example.com", "http://localhost:9/").await;
 
     ada.get("/queues/jobs/push").await;
-    let on = ada.post("/queues/jobs/push", &target("http://127.0.0.1:9/hooks/jobs", "45")).await;
+    let on = ada.post("/queues/jobs/push", &target("http://localhost:9/hooks/jobs", "45")).await;
     assert_eq!(on.status, 200, "{}", on.body);
     on.assert_contains("<h2>Push is on</h2>");
     on.assert_contains("This secret is shown once.");
@@ -125,14 +125,14 @@ async fn turning_push_on_shows_the_secret_once_and_rotation_shows_a_new_one(db: 
     let page = ada.get("/queues/jobs/push").await;
     page.assert_lacks(&secret);
     page.assert_lacks("id=\"signing-secret\"");
-    assert_eq!(page.text_of("push-handler-url").as_deref(), Some("http://127.0.0.1:9/hooks/jobs"));
+    assert_eq!(page.text_of("push-handler-url").as_deref(), Some("http://localhost:9/hooks/jobs"));
     assert_eq!(page.text_of("push-mode").as_deref(), Some("One message per request"));
     page.assert_contains("<dd>45 s</dd>");
     page.assert_contains("Change the push target");
     page.assert_contains("Consumers cannot receive from a queue that pushes.");
 
     // A change keeps the secret: a flash, no secret.
-    let mut fields = target("http://127.0.0.1:9/hooks/jobs", "120");
+    let mut fields = target("http://localhost:9/hooks/jobs", "120");
     fields[1] = ("mode", "batch");
     fields[2] = ("messages_per_run", "25");
     let saved = ada.post("/queues/jobs/push", &fields).await;
@@ -170,16 +170,16 @@ async fn stopping_push_asks_for_confirmation(db: PgPool) {
     ada.create_queue("jobs", "5").await;
     let mut operator = Visitor::new(&app);
     operator.sign_up(OPERATOR).await;
-    authorise(&mut operator, "ada@example.com", "http://127.0.0.1:9/").await;
+    authorise(&mut operator, "ada@example.com", "http://localhost:9/").await;
     ada.get("/queues/jobs/push").await;
-    assert_eq!(ada.post("/queues/jobs/push", &target("http://127.0.0.1:9/h", "30")).await.status, 200);
+    assert_eq!(ada.post("/queues/jobs/push", &target("http://localhost:9/h", "30")).await.status, 200);
 
     let push = ada.get("/queues/jobs/push").await;
     push.assert_contains("<a class=\"button danger\" href=\"/queues/jobs/push/stop\">Stop push…</a>");
     let confirm = ada.get("/queues/jobs/push/stop").await;
     assert_eq!(confirm.status, 200);
     confirm.assert_contains("Stop push on “jobs”?");
-    confirm.assert_contains("<code>http://127.0.0.1:9/h</code>");
+    confirm.assert_contains("<code>http://localhost:9/h</code>");
     confirm.assert_contains("action=\"/queues/jobs/push/stop\"");
     confirm.assert_contains("Cancel</a>");
     // Showing the confirmation changed nothing.
@@ -199,7 +199,7 @@ async fn stopping_push_asks_for_confirmation(db: PgPool) {
     assert_eq!(ada.get("/queues/jobs/push/unknown").await.status, 404);
 
     // Turning it on again starts with a fresh secret.
-    let on = ada.post("/queues/jobs/push", &target("http://127.0.0.1:9/h", "30")).await;
+    let on = ada.post("/queues/jobs/push", &target("http://localhost:9/h", "30")).await;
     assert!(on.signing_secret().is_some());
 }
 
@@ -211,15 +211,15 @@ async fn push_forms_need_the_csrf_token(db: PgPool) {
     ada.create_queue("jobs", "5").await;
     let mut operator = Visitor::new(&app);
     operator.sign_up(OPERATOR).await;
-    authorise(&mut operator, "ada@example.com", "http://127.0.0.1:9/").await;
+    authorise(&mut operator, "ada@example.com", "http://localhost:9/").await;
     ada.get("/queues/jobs/push").await;
 
-    let mut fields = target("http://127.0.0.1:9/h", "30");
+    let mut fields = target("http://localhost:9/h", "30");
     fields.push(("csrf", "forged"));
     assert_eq!(ada.post("/queues/jobs/push", &fields).await.status, 403);
     ada.get("/queues/jobs/push").await.assert_contains("Push is off.");
 
-    assert_eq!(ada.post("/queues/jobs/push", &target("http://127.0.0.1:9/h", "30")).await.status, 200);
+    assert_eq!(ada.post("/queues/jobs/push", &target("http://localhost:9/h", "30")).await.status, 200);
     for path in ["/queues/jobs/push/stop", "/queues/jobs/push/rotate-secret"] {
         assert_eq!(ada.post(path, &[("csrf", "")]).await.status, 403, "{path}");
     }
@@ -239,20 +239,20 @@ async fn another_members_push_tab_is_a_404_page(db: PgPool) {
     ada.create_queue("ada jobs", "5").await;
     let mut operator = Visitor::new(&app);
     operator.sign_up(OPERATOR).await;
-    authorise(&mut operator, "ada@example.com", "http://127.0.0.1:9/").await;
+    authorise(&mut operator, "ada@example.com", "http://localhost:9/").await;
     ada.get("/queues/ada-jobs/push").await;
-    assert_eq!(ada.post("/queues/ada-jobs/push", &target("http://127.0.0.1:9/ada", "30")).await.status, 200);
+    assert_eq!(ada.post("/queues/ada-jobs/push", &target("http://localhost:9/ada", "30")).await.status, 200);
 
     let mut bob = Visitor::new(&app);
     bob.sign_up("bob@example.com").await;
     for path in ["/queues/ada-jobs/push", "/queues/ada-jobs/push/stop", "/queues/ada-jobs/push/rotate-secret"] {
         let page = bob.get(path).await;
         assert_eq!(page.status, 404, "GET {path}");
-        page.assert_lacks("127.0.0.1:9/ada");
+        page.assert_lacks("localhost:9/ada");
     }
     bob.get("/").await;
     for (path, fields) in [
-        ("/queues/ada-jobs/push", target("http://127.0.0.1:9/bob", "30")),
+        ("/queues/ada-jobs/push", target("http://localhost:9/bob", "30")),
         ("/queues/ada-jobs/push/rotate-secret", vec![]),
         ("/queues/ada-jobs/push/stop", vec![]),
     ] {
@@ -260,6 +260,6 @@ async fn another_members_push_tab_is_a_404_page(db: PgPool) {
         assert_eq!(page.status, 404, "POST {path}: {}", page.body);
     }
     let page = ada.get("/queues/ada-jobs/push").await;
-    assert_eq!(page.text_of("push-handler-url").as_deref(), Some("http://127.0.0.1:9/ada"));
+    assert_eq!(page.text_of("push-handler-url").as_deref(), Some("http://localhost:9/ada"));
     page.assert_lacks("id=\"previous-secret\"");
 }

@@ -13,7 +13,7 @@ async fn handler() -> String {
         if body.contains("reject") { (StatusCode::UNPROCESSABLE_ENTITY, "no thanks") } else { (StatusCode::OK, "ok") }
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://127.0.0.1:{}/", listener.local_addr().unwrap().port());
+    let base = format!("http://localhost:{}/", listener.local_addr().unwrap().port());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     base
 }

@@ -51,7 +51,7 @@ async fn another_members_queue_is_a_404_page_everywhere(db: PgPool) {
             ],
         ),
         (format!("{q}/pause"), vec![]),
-        (format!("{q}/push"), vec![("handler_url", "http://127.0.0.1:9/stolen")]),
+        (format!("{q}/push"), vec![("handler_url", "http://localhost:9/stolen")]),
         (format!("{q}/push/stop"), vec![]),
         (format!("{q}/delete"), vec![("confirm_name", "ada jobs")]),
     ];

@@ -122,3 +122,17 @@ async fn grant_operator_promotes_an_existing_member(db: PgPool) {
     let err = aqs_control_plane::grant_operator(&db, "nobody@example.com").await.unwrap_err();
     assert!(err.to_string().contains("nobody@example.com"), "{err}");
 }
+
+/// RFC 9110: the authentication scheme is case-insensitive.
+#[sqlx::test(migrations = "../migrations")]
+async fn the_bearer_scheme_is_case_insensitive(db: PgPool) {
+    let app = spawn_app(db).await;
+    let session = app.member("ada@example.com").await;
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        let request = app.client.get(format!("{}/api/v1/auth/me", app.base));
+        let reply = app.raw(request.header("authorization", format!("{scheme} {session}"))).await;
+        assert_eq!(reply.expect(200)["member"]["email"], "ada@example.com", "{scheme}");
+    }
+    let request = app.client.get(format!("{}/api/v1/auth/me", app.base));
+    app.raw(request.header("authorization", format!("Token {session}"))).await.expect_error(401, "unauthorized");
+}

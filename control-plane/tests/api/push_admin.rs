@@ -63,6 +63,8 @@ async fn operators_add_list_and_remove_prefixes(db: PgPool) {
         ("https://app.example.com/#x", "fragment"),
         ("https://app.example.com/?x=1", "query"),
         ("nope", "not a valid URL"),
+        ("http://127.0.0.1:9/", "must be a domain name"),
+        ("https://[2001:db8::1]/", "must be a domain name"),
     ] {
         let message = app.post(&operator, &path, json!({"prefix": bad})).await.expect_error(400, "invalid_request");
         assert!(message.contains(rule), "{bad}: {message}");
@@ -84,15 +86,15 @@ async fn operators_add_list_and_remove_prefixes(db: PgPool) {
 async fn withdrawing_a_prefix_stops_push_on_the_queues_it_covered(db: PgPool) {
     let (app, operator) = app_with_operator(db).await;
     let ada = app.member("ada@example.com").await;
-    let narrow = authorise(&app, &operator, &ada, "http://127.0.0.1:9/a").await;
-    authorise(&app, &operator, &ada, "http://127.0.0.1:9/b/").await;
+    let narrow = authorise(&app, &operator, &ada, "http://localhost:9/a").await;
+    authorise(&app, &operator, &ada, "http://localhost:9/b/").await;
     app.queue(&ada, "one").await;
     app.queue(&ada, "two").await;
     app.call(
         Method::PUT,
         "/api/v1/queues/one/push",
         Some(&ada),
-        Some(json!({"handler_url": "http://127.0.0.1:9/a/x"})),
+        Some(json!({"handler_url": "http://localhost:9/a/x"})),
     )
     .await
     .expect(201);
@@ -100,7 +102,7 @@ async fn withdrawing_a_prefix_stops_push_on_the_queues_it_covered(db: PgPool) {
         Method::PUT,
         "/api/v1/queues/two/push",
         Some(&ada),
-        Some(json!({"handler_url": "http://127.0.0.1:9/b/x"})),
+        Some(json!({"handler_url": "http://localhost:9/b/x"})),
     )
     .await
     .expect(201);

@@ -1,4 +1,5 @@
-//! Ack and nack of deliveries named by already-verified receipts (`ack.lua`, `nack.lua`).
+//! Ack, nack, bury and release of deliveries named by already-verified receipts (`ack.lua`,
+//! `nack.lua`, `bury.lua`, `release.lua`).
 
 use super::Engine;
 use super::reply::ints;
@@ -85,6 +86,17 @@ impl Engine {
             inv.arg(receipt.stream_id.to_string()).arg(receipt.message.to_string()).arg(receipt.delivery);
         }
         nack_results("bury.lua", ints(self.run(&inv).await?)?)
+    }
+
+    /// Hands leased deliveries back uncounted and due at once (a push dispatcher stopped before it
+    /// sent them); `true` where the delivery was still current.
+    pub async fn release(&self, queue: QueueId, receipts: &[Receipt], now_ms: u64) -> ApiResult<Vec<bool>> {
+        let mut inv = self.invocation(&self.scripts.release, queue);
+        inv.arg(now_ms).arg(utc_day(now_ms)).arg(receipts.len());
+        for receipt in receipts {
+            inv.arg(receipt.stream_id.to_string()).arg(receipt.message.to_string()).arg(receipt.delivery);
+        }
+        Ok(ints(self.run(&inv).await?)?.into_iter().map(|code| code == 1).collect())
     }
 }
 

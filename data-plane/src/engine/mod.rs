@@ -40,7 +40,8 @@
 //! next consume claims due leases first (XCLAIM with min-idle 0 bumps the delivery counter); a due
 //! lease whose deliveries reached max attempts is moved to the DLQ instead (reason: the nack's
 //! error, or "visibility timeout expired"), by that consume or by the sweeper. `bury` dead-letters a
-//! current delivery at once whatever its attempts (a push handler's non-retryable answer). Replay re-adds the
+//! current delivery at once whatever its attempts (a push handler's non-retryable answer). `release` hands a
+//! delivery back uncounted and due at once (a push dispatcher stopped before it sent it). Replay re-adds the
 //! record to the stream with `n = 0` (attempts reset, same message id, new stream id).
 //!
 //! # Invariants

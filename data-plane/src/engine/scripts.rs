@@ -33,6 +33,7 @@ pub struct Scripts {
     pub ack: Script,
     pub nack: Script,
     pub bury: Script,
+    pub release: Script,
     pub stats: Script,
     pub peek: Script,
     pub purge: Script,
@@ -55,6 +56,7 @@ impl Scripts {
             ack: script!("ack.lua"),
             nack: script!("nack.lua"),
             bury: script!("bury.lua"),
+            release: script!("release.lua"),
             stats: script!("stats.lua"),
             peek: script!("peek.lua"),
             purge: script!("purge.lua"),
@@ -69,7 +71,7 @@ impl Scripts {
 
     /// Every script, for loading them all at start-up (`SCRIPT LOAD` catches a Lua syntax error
     /// before the first request does).
-    pub fn all(&self) -> [&Script; 17] {
+    pub fn all(&self) -> [&Script; 18] {
         [
             &self.publish,
             &self.publish_one,
@@ -79,6 +81,7 @@ impl Scripts {
             &self.ack,
             &self.nack,
             &self.bury,
+            &self.release,
             &self.stats,
             &self.peek,
             &self.purge,

@@ -15,6 +15,7 @@ use crate::state::DataPlane;
 use aqs_core::error::ApiError;
 use aqs_core::limits::LONG_POLL_MAX_SECS;
 use aqs_core::projection::PushMode;
+use aqs_core::time::now_ms;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -37,7 +38,7 @@ pub enum Leased {
 }
 
 /// Runs until `stop` is cancelled (push stopped or changed, or the process shuts down). In-flight
-/// deliveries finish on their own.
+/// deliveries finish on their own; messages leased but not yet sent are handed back.
 pub async fn run(state: DataPlane, settings: PushSettings, stop: CancellationToken) {
     let settings = Arc::new(settings);
     let permits = Arc::new(Semaphore::new(settings.concurrency()));
@@ -58,11 +59,13 @@ pub async fn run(state: DataPlane, settings: PushSettings, stop: CancellationTok
             }
             PushMode::Batch => settings.record.messages_per_run,
         };
-        let leased = tokio::select! {
-            leased = lease(&state, &settings, want) => leased,
-            _ = stop.cancelled() => break,
-        };
-        match leased {
+        // Not raced against `stop`: dropped mid-script, a lease would strand what it had leased.
+        // `lease` stops waiting on its own, and what it took after the stop goes back.
+        match lease(&state, &settings, want, &stop).await {
+            Leased::Messages(deliveries) if stop.is_cancelled() => {
+                hand_back(&state, &settings, &deliveries).await;
+                break;
+            }
             Leased::Messages(deliveries) => {
                 failing = false;
                 dispatch(&state, &settings, deliveries, held);
@@ -89,10 +92,11 @@ async fn idle(stop: &CancellationToken) {
 }
 
 /// Leases up to `want` messages, waiting for the first; in batch mode then keeps filling the batch
-/// for up to the target's `wait_seconds`.
-pub async fn lease(state: &DataPlane, settings: &PushSettings, want: u32) -> Leased {
+/// for up to the target's `wait_seconds`. Once `stop` is cancelled it waits no more and answers
+/// with what it holds.
+pub async fn lease(state: &DataPlane, settings: &PushSettings, want: u32, stop: &CancellationToken) -> Leased {
     let lease_ms = settings.lease_ms();
-    let mut got = match longpoll::consume(state, settings.queue, want, lease_ms, POLL).await {
+    let mut got = match longpoll::consume_until(state, settings.queue, want, lease_ms, POLL, Some(stop)).await {
         Ok(consumed) if consumed.paused => return Leased::Paused,
         Ok(consumed) if consumed.deliveries.is_empty() => return Leased::Nothing,
         Ok(consumed) => consumed.deliveries,
@@ -104,13 +108,24 @@ pub async fn lease(state: &DataPlane, settings: &PushSettings, want: u32) -> Lea
         if left.is_zero() {
             break;
         }
-        match longpoll::consume(state, settings.queue, want - got.len() as u32, lease_ms, left).await {
+        let more = want - got.len() as u32;
+        match longpoll::consume_until(state, settings.queue, more, lease_ms, left, Some(stop)).await {
             Ok(more) if !more.deliveries.is_empty() => got.extend(more.deliveries),
-            // Paused, empty or failing: send what we hold; its leases are already running.
+            // Paused, empty, failing or stopped: send (or hand back) what we hold.
             _ => break,
         }
     }
     Leased::Messages(got)
+}
+
+/// Returns deliveries a stopped dispatcher will not send, uncounted, so the queue's new target (or
+/// its consumers, once push is off) gets them at once with the attempts they had. If Redis cannot
+/// take them back, their leases run out and they come back later: nothing is lost.
+async fn hand_back(state: &DataPlane, settings: &PushSettings, deliveries: &[Delivery]) {
+    let receipts: Vec<_> = deliveries.iter().map(|d| message::receipt(settings, d)).collect();
+    if let Err(err) = state.engine.release(settings.queue, &receipts, now_ms()).await {
+        tracing::warn!(error = %err, queue = %settings.queue, "cannot hand back leased push deliveries");
+    }
 }
 
 /// Starts the delivery tasks: one per message (each with its permit) or one per batch.

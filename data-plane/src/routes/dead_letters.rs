@@ -89,7 +89,9 @@ pub async fn purge(
     Ok(Json(json!({ "purged": purged })))
 }
 
-/// `{"ids": [...]}` (1 to 100 message ids) or `{}` / `{"all": true}` for every dead letter.
+/// `{"ids": [...]}` (1 to 100 message ids) or `{"all": true}` for every dead letter. Acting on
+/// every dead letter is destructive, so it is never the default: an empty body or `{}` is a 400
+/// that says what to send (an empty body is read, not refused as a 415, to get that message).
 async fn selection(headers: &HeaderMap, raw: Body) -> ApiResult<Selection> {
     let bytes = body::read(headers, raw, 16 * 1024, true).await?;
     let request: SelectionRequest = body::parse(&bytes)?;
@@ -104,7 +106,9 @@ async fn selection(headers: &HeaderMap, raw: Body) -> ApiResult<Selection> {
             }
             Ok(Selection::Ids(ids))
         }
-        (None, Some(false)) => Err(ApiError::invalid("send ids, or all: true")),
-        (None, _) => Ok(Selection::All),
+        (None, Some(true)) => Ok(Selection::All),
+        (None, _) => {
+            Err(ApiError::invalid("send {\"ids\": [...]} for some dead letters, or {\"all\": true} for every one"))
+        }
     }
 }

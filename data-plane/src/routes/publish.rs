@@ -112,7 +112,7 @@ fn validate(request: PublishRequest<'_>, meta: &QueueMeta) -> ApiResult<NewMessa
     let content_type = request.content_type.unwrap_or_else(|| "application/json".to_owned());
     if content_type.is_empty() || content_type.len() > limits::CONTENT_TYPE_MAX_LEN {
         return Err(ApiError::invalid(format!(
-            "content_type must be 1 to {} characters",
+            "content_type must be 1 to {} bytes of UTF-8",
             limits::CONTENT_TYPE_MAX_LEN
         )));
     }
@@ -135,13 +135,13 @@ fn validate(request: PublishRequest<'_>, meta: &QueueMeta) -> ApiResult<NewMessa
     }
     let group_id = request.group_id.filter(|g| !g.is_empty());
     if group_id.as_ref().is_some_and(|g| g.len() > limits::GROUP_ID_MAX_LEN) {
-        return Err(ApiError::invalid(format!("group_id is limited to {} characters", limits::GROUP_ID_MAX_LEN)));
+        return Err(ApiError::invalid(format!("group_id is limited to {} bytes of UTF-8", limits::GROUP_ID_MAX_LEN)));
     }
     if let Some(key) = &request.idempotency_key
         && (key.is_empty() || key.len() > limits::IDEMPOTENCY_KEY_MAX_LEN)
     {
         return Err(ApiError::invalid(format!(
-            "idempotency_key must be 1 to {} characters",
+            "idempotency_key must be 1 to {} bytes of UTF-8",
             limits::IDEMPOTENCY_KEY_MAX_LEN
         )));
     }

@@ -26,8 +26,8 @@ fn routes() -> Vec<Route> {
         r("GET", "/messages/peek", Value::Null, &[Manage]),
         r("POST", "/purge", json!({}), &[Manage]),
         r("GET", "/dead-letters", Value::Null, &[Manage]),
-        r("POST", "/dead-letters/replay", json!({}), &[Manage]),
-        r("POST", "/dead-letters/purge", json!({}), &[Manage]),
+        r("POST", "/dead-letters/replay", json!({"all": true}), &[Manage]),
+        r("POST", "/dead-letters/purge", json!({"all": true}), &[Manage]),
     ]
 }
 
@@ -158,4 +158,30 @@ async fn the_queue_routes_serve_a_pinned_queue_at_the_root() {
     assert_eq!(body["messages"][0]["id"], published["id"]);
     let (status, _) = app.get(&other.token, &format!("{base}/stats")).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "another queue's token on this host");
+}
+
+/// RFC 9110: the authentication scheme is case-insensitive.
+#[tokio::test]
+async fn the_bearer_scheme_is_case_insensitive() {
+    let app = spawn_app().await;
+    let queue = app.queue().await;
+    for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+        let response = app
+            .client
+            .post(app.url(&queue, "/messages"))
+            .header("authorization", format!("{scheme} {}", queue.token))
+            .json(&json!({"body": scheme}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::CREATED, "{scheme}");
+    }
+    let response = app
+        .client
+        .get(app.url(&queue, "/stats"))
+        .header("authorization", format!("Basic {}", queue.token))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "another scheme is not a bearer token");
 }

@@ -138,3 +138,45 @@ async fn replay_all_and_purge_by_id_and_all() {
     let stats = app.stats(&queue).await;
     assert_eq!((stats["stored_bytes"].as_u64(), stats["dead_letters"].as_u64()), (Some(0), Some(0)));
 }
+
+/// Replaying or purging every dead letter must be asked for by name: an empty body, `{}` or
+/// `{"all": false}` is a 400 that touches nothing.
+#[tokio::test]
+async fn acting_on_every_dead_letter_needs_an_explicit_all() {
+    let app = spawn_app().await;
+    let queue = app.queue_with(|m| m.max_attempts = 1).await;
+    for i in 0..2 {
+        app.publish_text(&queue, &format!("m{i}")).await;
+    }
+    let leased = app.consume(&queue, json!({"max_messages": 2})).await;
+    app.nack(&queue, json!({"receipts": leased.iter().map(|m| text(m, "receipt")).collect::<Vec<_>>()})).await;
+    assert_eq!(app.dead_letters(&queue).await.len(), 2);
+
+    for action in ["replay", "purge"] {
+        // A token per action: each is five requests of the six a token may send per minute.
+        let token = app.token(queue.id, &[aqs_core::token::Scope::Manage]).await;
+        let url = app.url(&queue, &format!("/dead-letters/{action}"));
+        let empty = app.client.post(&url).bearer_auth(&token).send().await.unwrap();
+        assert_eq!(empty.status(), StatusCode::BAD_REQUEST, "{action} with no body");
+        let body: serde_json::Value = empty.json().await.unwrap();
+        assert_eq!(body["error"], "invalid_request");
+        assert!(body["message"].as_str().unwrap().contains("\"all\": true"), "{body}");
+        let (status, body) = app.post_raw(&token, &url, "application/json", Vec::new()).await;
+        assert_eq!(
+            (status, &body["error"]),
+            (StatusCode::BAD_REQUEST, &json!("invalid_request")),
+            "{action} empty JSON"
+        );
+        for request in [json!({}), json!({"all": false}), json!({"all": null})] {
+            let (status, body) = app.post(&token, &url, &request).await;
+            assert_eq!(
+                (status, &body["error"]),
+                (StatusCode::BAD_REQUEST, &json!("invalid_request")),
+                "{action} {request}"
+            );
+        }
+        assert_eq!(app.dead_letters(&queue).await.len(), 2, "{action}: nothing was touched");
+    }
+    let (status, body) = app.post(&queue.token, &app.url(&queue, "/dead-letters/purge"), &json!({"all": true})).await;
+    assert_eq!((status, body), (StatusCode::OK, json!({"purged": 2})));
+}

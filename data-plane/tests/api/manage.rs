@@ -91,7 +91,7 @@ async fn the_storage_limit_refuses_and_never_evicts() {
     let (status, _) = app.post(&queue.token, &app.url(&queue, "/messages"), &json!({"body": forty})).await;
     assert_eq!(status, StatusCode::INSUFFICIENT_STORAGE);
     // Purging the dead letter makes room.
-    app.post(&queue.token, &app.url(&queue, "/dead-letters/purge"), &json!({})).await;
+    app.post(&queue.token, &app.url(&queue, "/dead-letters/purge"), &json!({"all": true})).await;
     let (status, _) = app.post(&queue.token, &app.url(&queue, "/messages"), &json!({"body": forty})).await;
     assert_eq!(status, StatusCode::CREATED);
 }

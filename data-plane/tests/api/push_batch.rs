@@ -113,3 +113,45 @@ async fn a_batch_fills_up_to_messages_per_run() {
     assert_eq!(sizes.iter().sum::<usize>(), 10);
     assert!(sizes.iter().all(|n| *n <= 4), "{sizes:?}");
 }
+
+/// A dispatcher stopped while it fills a batch (the target changed) hands the messages it leased
+/// back at once and uncounted: the new target gets them with the attempts they had, and a queue
+/// with one attempt does not dead-letter a message no handler ever saw.
+#[tokio::test]
+async fn a_changed_target_gets_what_the_old_batch_held_at_once_and_uncounted() {
+    let app = spawn_app().await;
+    let queue = app.queue_with(|meta| meta.max_attempts = 1).await;
+    let old = handler(|_, _| Reply::status(200)).await;
+    let mut filling = record(&queue, &old.url);
+    filling.mode = PushMode::Batch;
+    filling.messages_per_run = 10;
+    // The old dispatcher keeps filling its batch far beyond the test's patience.
+    filling.wait_seconds = 60;
+    app.set_push(&queue, &filling).await;
+    let id = app.publish_text(&queue, "leased by the old target").await;
+    let start = std::time::Instant::now();
+    while app.state.engine.stats(queue.id, aqs_core::time::now_ms()).await.unwrap().unwrap().in_flight == 0 {
+        assert!(start.elapsed() < WAIT, "the old dispatcher never leased the message");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let new = handler(|_, _| Reply::status(200)).await;
+    app.set_push(&queue, &record(&queue, &new.url)).await;
+    // The old lease (fill wait + timeout + margin, 70 s) would outlast this wait many times over.
+    let seen = new.wait_for(1, WAIT).await;
+    assert_eq!(seen[0].body["id"], id.as_str());
+    assert_eq!(seen[0].body["attempts"], 0, "the handed-back lease was not a delivery");
+    app.wait_drained(&queue, WAIT).await;
+    assert!(old.seen().is_empty(), "the stopped dispatcher sent nothing");
+    assert!(app.state.engine.dead_letters(queue.id, 10).await.unwrap().unwrap().is_empty());
+    let start = std::time::Instant::now();
+    let log = loop {
+        let log = app.push_log(&queue).await;
+        if !log.is_empty() || start.elapsed() > WAIT {
+            break log;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(log.len(), 1, "one delivery, one log entry: {log:?}");
+    assert_eq!(log[0]["outcome"], "acked");
+}

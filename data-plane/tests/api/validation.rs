@@ -54,6 +54,25 @@ async fn publish_rejects_bad_input() {
     assert_eq!(app.stats(&queue).await["depth"]["total"], 1, "nothing but the valid message was stored");
 }
 
+/// The length limits of content_type, group_id and idempotency_key count UTF-8 bytes, and the
+/// refusal says so: 86 × "€" is 258 bytes, over a limit of 256, though only 86 characters.
+#[tokio::test]
+async fn length_limits_count_bytes_and_say_so() {
+    let app = spawn_app().await;
+    let queue = app.queue().await;
+    let url = app.url(&queue, "/messages");
+    let over = "€".repeat(86);
+    let fits = "€".repeat(85);
+    for field in ["content_type", "group_id", "idempotency_key"] {
+        let (status, body) = app.post(&queue.token, &url, &json!({"body": "a", field: over})).await;
+        assert_error(status, &body, StatusCode::BAD_REQUEST, "invalid_request", field);
+        let message = body["message"].as_str().unwrap();
+        assert!(message.starts_with(field) && message.contains("256 bytes"), "{message}");
+        let (status, body) = app.post(&queue.token, &url, &json!({"body": "a", field: fits})).await;
+        assert_eq!(status, StatusCode::CREATED, "{field}: 255 bytes fit: {body}");
+    }
+}
+
 #[tokio::test]
 async fn batch_rejects_bad_input_and_names_the_entry() {
     let app = spawn_app().await;
