@@ -15,10 +15,10 @@ mod concurrency;
 mod dead_letters;
 #[path = "api/health.rs"]
 mod health;
-#[path = "api/idempotency_index.rs"]
-mod idempotency_index;
 #[path = "api/hostile.rs"]
 mod hostile;
+#[path = "api/idempotency_index.rs"]
+mod idempotency_index;
 #[path = "api/leases.rs"]
 mod leases;
 #[path = "api/longpoll.rs"]
