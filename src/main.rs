@@ -2,6 +2,7 @@
 //! crates: `aqs-core` (shared types), `aqs-control-plane`, `aqs-data-plane`, `aqs-console`.
 
 mod serve;
+mod serve_tls;
 
 /// mimalloc rather than glibc malloc: measured, glibc's malloc/free were ~18% of the data plane's
 /// CPU under publish load, and it kept freed memory (RSS) after 10,000 long polls closed.

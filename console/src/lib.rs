@@ -66,6 +66,14 @@ pub fn router(config: &Config, control: ControlPlane, data: DataPlane) -> Router
             "/admin/callback-urls/remove",
             get(pages::callback_urls::confirm_remove).post(pages::callback_urls::remove),
         )
+        .route("/hosts", get(pages::hosts::show).post(pages::hosts::add_host))
+        .route("/hosts/{id}/check", post(pages::hosts::check_host))
+        .route("/hosts/{id}/remove", post(pages::hosts::remove_host))
+        .route("/hosts/domains", post(pages::hosts::add_domain))
+        .route("/hosts/domains/{id}/verify", post(pages::hosts::verify_domain))
+        .route("/hosts/domains/{id}/remove", post(pages::hosts::remove_domain))
+        .route("/admin/hosts", get(pages::admin_hosts::show))
+        .route("/admin/hosts/{id}/check", post(pages::admin_hosts::check))
         .route("/static/{file}", get(assets::serve))
         .layer(middleware::from_fn_with_state(state.clone(), csrf::guard))
         .layer(middleware::from_fn_with_state(state.clone(), headers::page_headers))

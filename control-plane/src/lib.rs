@@ -15,6 +15,8 @@
 pub mod admin;
 pub mod auth;
 mod db_error;
+pub mod domains;
+pub mod hosts;
 pub mod members;
 mod password;
 pub mod projection;

@@ -5,6 +5,8 @@
 mod bench_smoke;
 mod console_journey;
 mod harness;
+mod hosts;
+mod pebble;
 mod push;
 mod readme;
 mod reliability;
