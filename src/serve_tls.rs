@@ -18,7 +18,12 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long open connections may finish once shutdown begins (as on the plain listener).
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
-pub async fn serve_https(listener: TcpListener, config: Arc<rustls::ServerConfig>, app: Router, cancel: CancellationToken) {
+pub async fn serve_https(
+    listener: TcpListener,
+    config: Arc<rustls::ServerConfig>,
+    app: Router,
+    cancel: CancellationToken,
+) {
     let acceptor = TlsAcceptor::from(config);
     let http = hyper::server::conn::http1::Builder::new();
     let tracker = TaskTracker::new();

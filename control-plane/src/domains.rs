@@ -79,9 +79,8 @@ fn not_found() -> ApiError {
 }
 
 pub async fn create(cp: &ControlPlane, member: MemberId, input: NewDomain) -> ApiResult<Domain> {
-    let name = hostname::normalize(&input.name).ok_or_else(|| {
-        ApiError::invalid("name: must be a domain name of two or more labels, such as example.com")
-    })?;
+    let name = hostname::normalize(&input.name)
+        .ok_or_else(|| ApiError::invalid("name: must be a domain name of two or more labels, such as example.com"))?;
     const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let token: String = (0..32).map(|_| CHARS[rand::random_range(0..CHARS.len())] as char).collect();
     let row = sqlx::query_as::<_, DomainRow>(&format!(
@@ -98,13 +97,12 @@ pub async fn create(cp: &ControlPlane, member: MemberId, input: NewDomain) -> Ap
 }
 
 pub async fn list(cp: &ControlPlane, member: MemberId) -> ApiResult<Vec<Domain>> {
-    let rows = sqlx::query_as::<_, DomainRow>(&format!(
-        "SELECT {COLUMNS} FROM domains WHERE member_id = $1 ORDER BY name"
-    ))
-    .bind(member.as_uuid())
-    .fetch_all(cp.db())
-    .await
-    .map_err(db_error)?;
+    let rows =
+        sqlx::query_as::<_, DomainRow>(&format!("SELECT {COLUMNS} FROM domains WHERE member_id = $1 ORDER BY name"))
+            .bind(member.as_uuid())
+            .fetch_all(cp.db())
+            .await
+            .map_err(db_error)?;
     Ok(rows.into_iter().map(DomainRow::into_domain).collect())
 }
 
@@ -136,11 +134,12 @@ pub async fn delete(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<
             domain.name
         )));
     }
-    let removed = sqlx::query("DELETE FROM domains WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM hosts WHERE domain_id = $1)")
-        .bind(domain.id)
-        .execute(cp.db())
-        .await
-        .map_err(db_error)?;
+    let removed =
+        sqlx::query("DELETE FROM domains WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM hosts WHERE domain_id = $1)")
+            .bind(domain.id)
+            .execute(cp.db())
+            .await
+            .map_err(db_error)?;
     if removed.rows_affected() == 0 {
         return Err(ApiError::Conflict(format!("{} gained a host meanwhile; remove it first", domain.name)));
     }
@@ -162,9 +161,10 @@ pub(crate) async fn check(cp: &ControlPlane, domain: DomainRow) -> ApiResult<Dom
     let name = challenge_name(&domain.name);
     let (verified, reason) = match cp.hosts().dns.txt_values(&name).await {
         Ok(values) if values.iter().any(|v| v.trim() == domain.verification_value) => (true, None),
-        Ok(values) if values.is_empty() => {
-            (false, Some(format!("no TXT record at {name} yet; create it with the value {}", domain.verification_value)))
-        }
+        Ok(values) if values.is_empty() => (
+            false,
+            Some(format!("no TXT record at {name} yet; create it with the value {}", domain.verification_value)),
+        ),
         Ok(values) => (
             false,
             Some(format!("the TXT record at {name} holds {:?}, not {}", values.join(" "), domain.verification_value)),

@@ -78,10 +78,7 @@ impl ControlPlane {
 
     /// Starts this replica's custom-host reconciler (DNS checks, certificate orders and renewals);
     /// it ends when `shutdown` is cancelled.
-    pub fn spawn_host_reconciler(
-        &self,
-        shutdown: tokio_util::sync::CancellationToken,
-    ) -> tokio::task::JoinHandle<()> {
+    pub fn spawn_host_reconciler(&self, shutdown: tokio_util::sync::CancellationToken) -> tokio::task::JoinHandle<()> {
         crate::hosts::reconciler::spawn(self.clone(), shutdown)
     }
 

@@ -47,7 +47,8 @@ pub fn of_header(value: &str) -> std::borrow::Cow<'_, str> {
 
 /// Whether `host` is `domain` or a name under it (both normalised).
 pub fn is_under(host: &str, domain: &str) -> bool {
-    host == domain || (host.len() > domain.len() && host.ends_with(domain) && host[..host.len() - domain.len()].ends_with('.'))
+    host == domain
+        || (host.len() > domain.len() && host.ends_with(domain) && host[..host.len() - domain.len()].ends_with('.'))
 }
 
 #[cfg(test)]

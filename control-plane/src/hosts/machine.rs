@@ -101,7 +101,12 @@ pub fn decide(host: &HostView, cname: &CnameCheck, now: DateTime<Utc>, policy: &
     let serving = host.cert.is_some_and(|(_, not_after)| not_after > now);
     let keeps = if serving { "; the current certificate keeps serving until it expires" } else { "" };
     let failing = |status, reason: String| {
-        Action::Record(Record { status, reason: Some(reason), failed: true, next_in: backoff(host.failures, BACKOFF_MAX) })
+        Action::Record(Record {
+            status,
+            reason: Some(reason),
+            failed: true,
+            next_in: backoff(host.failures, BACKOFF_MAX),
+        })
     };
     match cname {
         CnameCheck::LookupFailed(err) => failing(host.status, format!("the DNS lookup of {name} failed: {err}")),
@@ -126,7 +131,10 @@ pub fn decide(host: &HostView, cname: &CnameCheck, now: DateTime<Utc>, policy: &
         }),
         CnameCheck::PointsAtEdge if !policy.acme_configured => {
             let status = if serving { Status::Active } else { Status::SettingUp(Stage::IssuingCertificate) };
-            failing(status, "no ACME directory is configured (AQS_ACME_DIRECTORY_URL), so no certificate can be issued".into())
+            failing(
+                status,
+                "no ACME directory is configured (AQS_ACME_DIRECTORY_URL), so no certificate can be issued".into(),
+            )
         }
         CnameCheck::PointsAtEdge => match host.cert {
             Some(cert) if !renewal_due(cert, now, policy.renew_fraction) => Action::Record(healthy(cert, now, policy)),
@@ -160,7 +168,12 @@ pub fn after_order(
 
 fn healthy(cert: (DateTime<Utc>, DateTime<Utc>), now: DateTime<Utc>, policy: &Policy) -> Record {
     let until_renewal = (renew_at(cert, policy.renew_fraction) - now).to_std().unwrap_or_default();
-    Record { status: Status::Active, reason: None, failed: false, next_in: until_renewal.min(policy.recheck).max(MIN_GAP) }
+    Record {
+        status: Status::Active,
+        reason: None,
+        failed: false,
+        next_in: until_renewal.min(policy.recheck).max(MIN_GAP),
+    }
 }
 
 /// When a third (or the configured fraction) of the certificate's lifetime remains.

@@ -46,9 +46,8 @@ pub struct HostsContext {
 
 impl HostsContext {
     pub fn new(config: &Config) -> anyhow::Result<Self> {
-        let acme = (!config.acme_directory_url.is_empty()).then(|| {
-            acme::Acme::new(&config.acme_directory_url, &config.acme_contact_email, &config.acme_ca_file)
-        });
+        let acme = (!config.acme_directory_url.is_empty())
+            .then(|| acme::Acme::new(&config.acme_directory_url, &config.acme_contact_email, &config.acme_ca_file));
         Ok(Self {
             dns: dns::Dns::new(&config.dns_servers()?)?,
             policy: machine::Policy {

@@ -4,10 +4,10 @@
 //! records, like tokens: no queue hash tag.
 
 use super::store::HostRow;
+use aqs_core::ids::QueueId;
 use aqs_core::keys::Keys;
 use aqs_core::projection::{HostRecord, RECORD_VERSION};
 use aqs_core::redis_conn::RedisConn;
-use aqs_core::ids::QueueId;
 use redis::RedisResult;
 use std::collections::HashSet;
 
@@ -47,7 +47,12 @@ pub(crate) async fn resync(conn: &mut RedisConn, keys: &Keys, rows: &[HostRow]) 
     let live: HashSet<&str> = rows.iter().map(|r| r.hostname.as_str()).collect();
     for row in rows {
         if let Some(record) = record_of(row) {
-            redis::cmd("HSET").arg(keys.hosts()).arg(&row.hostname).arg(record.to_json()).query_async::<()>(conn).await?;
+            redis::cmd("HSET")
+                .arg(keys.hosts())
+                .arg(&row.hostname)
+                .arg(record.to_json())
+                .query_async::<()>(conn)
+                .await?;
         }
     }
     let projected: Vec<String> = redis::cmd("HKEYS").arg(keys.hosts()).query_async(conn).await?;

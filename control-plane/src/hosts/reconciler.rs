@@ -6,8 +6,8 @@
 //! on the same ticks.
 
 use super::machine::{self, Action, HostView, Status};
-use super::store::{self, HostRow, NewCertificate};
 use super::projection;
+use super::store::{self, HostRow, NewCertificate};
 use crate::domains;
 use crate::state::ControlPlane;
 use chrono::Utc;

@@ -104,13 +104,12 @@ pub(crate) async fn delete(db: &PgPool, member: MemberId, id: Uuid) -> sqlx::Res
 /// Makes the host due now (a claim in flight finishes first; its write-back then sets the next
 /// time, which this does not undo for long: the member can ask again).
 pub(crate) async fn check_now(db: &PgPool, member: Option<MemberId>, id: Uuid) -> sqlx::Result<Option<HostRow>> {
-    let updated = sqlx::query(
-        "UPDATE hosts SET next_attempt_at = now() WHERE id = $1 AND ($2::uuid IS NULL OR member_id = $2)",
-    )
-    .bind(id)
-    .bind(member.map(MemberId::as_uuid))
-    .execute(db)
-    .await?;
+    let updated =
+        sqlx::query("UPDATE hosts SET next_attempt_at = now() WHERE id = $1 AND ($2::uuid IS NULL OR member_id = $2)")
+            .bind(id)
+            .bind(member.map(MemberId::as_uuid))
+            .execute(db)
+            .await?;
     if updated.rows_affected() == 0 {
         return Ok(None);
     }

@@ -101,7 +101,10 @@ async fn refuse_paused(State(state): State<DataPlane>, request: Request, next: N
 /// `GET /.well-known/acme-challenge/{token}`: the key authorization the reconciler stored, as
 /// plain text, on any `Host` (the ACME server sends `host:port`).
 async fn acme_challenge(State(state): State<DataPlane>, Path(token): Path<String>) -> Response {
-    if token.is_empty() || token.len() > 256 || !token.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+    if token.is_empty()
+        || token.len() > 256
+        || !token.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
         return ApiError::not_found("no such challenge").into_response();
     }
     let mut conn = state.engine.conn();
