@@ -64,7 +64,9 @@ impl World {
         let (status, created) = self.api(&tenant, "POST", "/api/v1/domains", json!({"name": domain})).await;
         assert_eq!(status, 201, "{created}");
         let id = created["domain"]["id"].as_str().unwrap().to_owned();
-        self.dns.set_txt(&format!("_aqs-challenge.{domain}"), created["domain"]["verification"]["value"].as_str().unwrap()).await;
+        self.dns
+            .set_txt(&format!("_aqs-challenge.{domain}"), created["domain"]["verification"]["value"].as_str().unwrap())
+            .await;
         let (status, verified) = self.api(&tenant, "POST", &format!("/api/v1/domains/{id}/verify"), Value::Null).await;
         assert_eq!((status, verified["domain"]["status"].as_str()), (200, Some("verified")), "{verified}");
         (tenant, domain)
@@ -169,7 +171,8 @@ async fn a_host_goes_active_and_serves_every_slug_less_route_over_tls() {
     let tls = world.tls_client(&hostname).await;
     let base = format!("https://{hostname}");
     let token = &tenant.token;
-    let (status, cache, published) = call(&tls, token, "POST", format!("{base}/messages"), json!({"body": "one"})).await;
+    let (status, cache, published) =
+        call(&tls, token, "POST", format!("{base}/messages"), json!({"body": "one"})).await;
     assert_eq!((status, cache.as_str()), (201, "no-store"), "{published}");
     let batch = json!({"messages": [{"body": "two"}, {"body": "three"}]});
     assert_eq!(call(&tls, token, "POST", format!("{base}/messages/batch"), batch).await.0, 201);
@@ -183,7 +186,8 @@ async fn a_host_goes_active_and_serves_every_slug_less_route_over_tls() {
     assert_eq!(receipts.len(), 3, "{consumed}");
     let (status, _, acked) = call(&tls, token, "POST", format!("{base}/ack"), json!({"receipts": [receipts[0]]})).await;
     assert_eq!(status, 200, "{acked}");
-    let (status, _, nacked) = call(&tls, token, "POST", format!("{base}/nack"), json!({"receipts": [receipts[1]]})).await;
+    let (status, _, nacked) =
+        call(&tls, token, "POST", format!("{base}/nack"), json!({"receipts": [receipts[1]]})).await;
     assert_eq!(status, 200, "{nacked}");
     let (status, _, stats) = call(&tls, token, "GET", format!("{base}/stats"), Value::Null).await;
     assert_eq!(status, 200, "{stats}");
@@ -322,7 +326,10 @@ async fn domains_and_dns_problems_answer_with_reasons_a_person_can_act_on() {
     let second = Tenant::sign_up(&world.server, json!({"name": "theirs"})).await;
     let (_, theirs) = world.api(&second, "POST", "/api/v1/domains", json!({"name": domain})).await;
     let their_id = theirs["domain"]["id"].as_str().unwrap();
-    world.dns.set_txt(&format!("_aqs-challenge.{domain}"), theirs["domain"]["verification"]["value"].as_str().unwrap()).await;
+    world
+        .dns
+        .set_txt(&format!("_aqs-challenge.{domain}"), theirs["domain"]["verification"]["value"].as_str().unwrap())
+        .await;
     let (_, verified) = world.api(&second, "POST", &format!("/api/v1/domains/{their_id}/verify"), Value::Null).await;
     assert_eq!(verified["domain"]["status"], "verified", "each member proves the domain with their own value");
     let claim = json!({"hostname": wrong, "queue": second.slug});
@@ -348,7 +355,8 @@ async fn domains_and_dns_problems_answer_with_reasons_a_person_can_act_on() {
         .unwrap();
     assert_eq!(listed["hosts"].as_array().map(Vec::len), Some(2), "{listed}");
     assert!(listed["hosts"].as_array().unwrap().iter().all(|h| h["reason"].is_string()));
-    let not_operator = tenant.http.get(format!("{}/api/v1/admin/hosts", world.server.base())).bearer_auth(&tenant.session);
+    let not_operator =
+        tenant.http.get(format!("{}/api/v1/admin/hosts", world.server.base())).bearer_auth(&tenant.session);
     assert_eq!(not_operator.send().await.unwrap().status(), 404);
 }
 
