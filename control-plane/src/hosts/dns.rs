@@ -32,7 +32,14 @@ pub struct Dns {
 impl Dns {
     pub fn new(servers: &[SocketAddr]) -> anyhow::Result<Self> {
         let mut builder = if servers.is_empty() {
-            TokioResolver::builder_tokio()?
+            TokioResolver::builder_tokio().unwrap_or_else(|err| {
+                // Not fatal to the control plane: every check then fails with a reason saying so.
+                tracing::warn!(error = %err, "cannot read the system's DNS settings; set AQS_DNS_SERVERS");
+                TokioResolver::builder_with_config(
+                    ResolverConfig::from_name_servers(Vec::new()),
+                    TokioRuntimeProvider::default(),
+                )
+            })
         } else {
             let name_servers = servers
                 .iter()
