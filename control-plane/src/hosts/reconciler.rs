@@ -91,11 +91,24 @@ pub(crate) async fn reconcile(cp: &ControlPlane, claim: uuid::Uuid, row: HostRow
             }
         }
     };
-    if let Some(row) = written
-        && let Err(err) = projection::put_host(&mut cp.redis(), cp.keys(), &row).await
-    {
+    if let Some(row) = written {
+        project(cp, &row).await?;
+    }
+    Ok(())
+}
+
+/// Writes the host's projection, then makes sure it was not removed meanwhile: a removal that
+/// committed before this look at PostgreSQL may have deleted the record before our write landed;
+/// one that commits after it deletes the record itself, after our write.
+async fn project(cp: &ControlPlane, row: &HostRow) -> anyhow::Result<()> {
+    let mut redis = cp.redis();
+    if let Err(err) = projection::put_host(&mut redis, cp.keys(), row).await {
         // Rewritten at the host's next look and by the start-up re-sync.
         tracing::warn!(error = %err, hostname = %row.hostname, "could not project the host into Redis");
+        return Ok(());
+    }
+    if store::find(cp.db(), None, row.id).await?.is_none() {
+        projection::remove_host(&mut redis, cp.keys(), &row.hostname).await?;
     }
     Ok(())
 }
