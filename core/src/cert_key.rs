@@ -6,7 +6,7 @@ use aes_gcm::aead::{Aead, KeyInit};
 use aes_gcm::{Aes256Gcm, Nonce};
 use anyhow::{Context, bail};
 use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
 
 const NONCE_LEN: usize = 12;
 
@@ -22,9 +22,10 @@ impl std::fmt::Debug for CertKeyCipher {
 }
 
 impl CertKeyCipher {
-    /// The key as the setting holds it: base64 of exactly 32 bytes.
+    /// The key as the setting holds it: base64 of exactly 32 bytes, its `=` padding optional
+    /// (a shell reading `NAME=value` lines may drop the last `=`).
     pub fn from_base64(key: &str) -> anyhow::Result<Self> {
-        let bytes = STANDARD.decode(key.trim()).context("not base64")?;
+        let bytes = STANDARD_NO_PAD.decode(key.trim().trim_end_matches('=')).context("not base64")?;
         if bytes.len() != 32 {
             bail!("must be base64 of 32 bytes, not {}", bytes.len());
         }
@@ -60,6 +61,8 @@ mod tests {
     #[test]
     fn a_key_round_trips_and_another_key_cannot_open_it() {
         let cipher = CertKeyCipher::from_base64(&STANDARD.encode([7u8; 32])).unwrap();
+        let unpadded = STANDARD.encode([7u8; 32]).trim_end_matches('=').to_owned();
+        assert!(CertKeyCipher::from_base64(&unpadded).unwrap().decrypt(&cipher.encrypt(b"k")).is_ok());
         let sealed = cipher.encrypt(b"-----BEGIN PRIVATE KEY-----");
         assert!(!sealed.contains("PRIVATE"));
         assert_eq!(cipher.decrypt(&sealed).unwrap(), b"-----BEGIN PRIVATE KEY-----");
