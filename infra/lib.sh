@@ -182,3 +182,50 @@ cargo_build_bin() {
 random_secret() {
   head -c 36 /dev/urandom | base64 | tr '+/' '-_' | tr -d '='
 }
+
+# start_pebble DIR HTTP_PORT: a local ACME test server (Debian's pebble) and its DNS
+# (pebble-challtestsrv) for custom hosts, each on free ports, under DIR. pebble validates HTTP-01
+# by connecting to HTTP_PORT (our plain listener) at the address the DNS gives the hostname.
+# Debian ships no certificate for pebble's own HTTPS listener: one is made once under a local CA
+# ($DIR/ca.pem, which aqs trusts through AQS_ACME_CA_FILE). Sets ACME_PORT, ACME_MGMT_PORT,
+# DNS_PORT and DNS_MGMT_PORT.
+start_pebble() {
+  local dir=$1 http_port=$2
+  command -v pebble >/dev/null || apt_install pebble
+  command -v openssl >/dev/null || apt_install openssl
+  mkdir -p "$dir"
+  if [ ! -f "$dir/cert.pem" ]; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
+      -subj "/CN=AQS local pebble CA" -keyout "$dir/ca.key" -out "$dir/ca.pem" \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=localhost" \
+      -keyout "$dir/key.pem" -out "$dir/cert.csr" 2>/dev/null
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > "$dir/cert.ext"
+    openssl x509 -req -in "$dir/cert.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial -days 3650 \
+      -extfile "$dir/cert.ext" -out "$dir/cert.pem" 2>/dev/null
+  fi
+  DNS_PORT=$(free_port); DNS_MGMT_PORT=$(free_port); ACME_PORT=$(free_port); ACME_MGMT_PORT=$(free_port)
+  pebble-challtestsrv -defaultIPv4 "" -defaultIPv6 "" -http01 "" -https01 "" -tlsalpn01 "" \
+    -dns01 "127.0.0.1:$DNS_PORT" -management "127.0.0.1:$DNS_MGMT_PORT" >"$dir/challtestsrv.log" 2>&1 &
+  echo $! > "$dir/challtestsrv.pid"
+  cat > "$dir/pebble.json" <<JSON
+{"pebble": {"listenAddress": "127.0.0.1:$ACME_PORT", "managementListenAddress": "127.0.0.1:$ACME_MGMT_PORT",
+  "certificate": "$dir/cert.pem", "privateKey": "$dir/key.pem", "httpPort": $http_port, "tlsPort": $(free_port),
+  "ocspResponderURL": "", "externalAccountBindingRequired": false}}
+JSON
+  PEBBLE_VA_NOSLEEP=1 PEBBLE_WFE_NONCEREJECT=0 pebble -config "$dir/pebble.json" -dnsserver "127.0.0.1:$DNS_PORT" \
+    >"$dir/pebble.log" 2>&1 &
+  echo $! > "$dir/pebble.pid"
+  wait_for_port "$ACME_PORT" 20 || die "pebble did not start; see $dir/pebble.log"
+  wait_for_port "$DNS_MGMT_PORT" 20 || die "pebble-challtestsrv did not start; see $dir/challtestsrv.log"
+}
+
+stop_pebble() {
+  local dir=$1 name pid
+  for name in pebble challtestsrv; do
+    pid=$(cat "$dir/$name.pid" 2>/dev/null || true)
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    rm -f "$dir/$name.pid"
+  done
+  return 0
+}

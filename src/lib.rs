@@ -3,3 +3,4 @@
 
 mod framing;
 pub mod serve;
+mod serve_tls;

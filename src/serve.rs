@@ -81,6 +81,7 @@ pub async fn run(
         background.push(control.watch_database(config.runs(Role::Control), cancel.clone()).await);
         if config.runs(Role::Control) {
             app = app.merge(aqs_control_plane::router(control.clone()));
+            background.push(control.spawn_host_reconciler(cancel.clone()));
         }
         if config.runs(Role::Console) {
             // The console reads messages through the engine alone: no data plane of its own.
@@ -96,6 +97,22 @@ pub async fn run(
     let app = app.fallback(|| async { ApiError::not_found("no such route") }).method_not_allowed_fallback(|| async {
         ApiError::MethodNotAllowed("this route does not take that method".into())
     });
+
+    // Custom hosts are routed by `Host` on every listener of a data-plane process.
+    let app = match &data_plane {
+        Some(dp) if config.runs(Role::Data) => aqs_data_plane::route_by_host(app, dp.clone()),
+        _ => app,
+    };
+    if let (Some(https_addr), Some(dp)) = (config.https_addr()?, &data_plane)
+        && config.runs(Role::Data)
+    {
+        let tls = tokio::net::TcpListener::bind(https_addr)
+            .await
+            .with_context(|| format!("cannot listen on AQS_HTTPS_ADDR {https_addr}"))?;
+        tracing::info!(addr = %https_addr, "aqs serving custom hosts over TLS");
+        let config = aqs_data_plane::tls_server_config(dp)?;
+        background.push(tokio::spawn(crate::serve_tls::serve_https(tls, config, app.clone(), cancel.clone())));
+    }
 
     let addr = listener.local_addr()?;
     tracing::info!(%addr, roles = %config.roles, "aqs serving");

@@ -7,6 +7,7 @@ mod pages {
     mod callback_urls;
     mod csrf;
     mod dead_letters;
+    mod hosts;
     mod overview;
     mod push;
     mod push_deliveries;

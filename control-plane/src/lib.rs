@@ -16,6 +16,8 @@ pub mod admin;
 pub mod auth;
 mod database;
 mod db_error;
+pub mod domains;
+pub mod hosts;
 pub mod members;
 mod password;
 pub mod projection;

@@ -65,6 +65,10 @@ impl ControlPlane {
             deleted_queues,
             "projection re-synced"
         );
+        let hosts = crate::hosts::store::with_certificates(db).await?;
+        let stale_hosts =
+            crate::hosts::projection::resync(&mut conn, keys, &hosts).await.context("writing custom hosts")?;
+        tracing::info!(hosts = hosts.len(), stale_hosts, "custom hosts re-synced");
         Ok(())
     }
 

@@ -27,6 +27,7 @@ struct Inner {
     sessions: SessionKeys,
     push_allow_private_networks: bool,
     database: DatabaseState,
+    hosts: crate::hosts::HostsContext,
 }
 
 impl ControlPlane {
@@ -45,6 +46,7 @@ impl ControlPlane {
                 sessions: SessionKeys::new(config.session_secret.expose().as_bytes()),
                 push_allow_private_networks: config.push_allow_private_networks,
                 database: DatabaseState::default(),
+                hosts: crate::hosts::HostsContext::new(config)?,
             }),
         })
     }
@@ -79,6 +81,17 @@ impl ControlPlane {
     /// `AQS_PUSH_ALLOW_PRIVATE_NETWORKS`: handler URLs on private addresses pass registration.
     pub(crate) fn push_allow_private_networks(&self) -> bool {
         self.inner.push_allow_private_networks
+    }
+
+    /// Custom hosts: the DNS resolver, the ACME client and the reconciler's settings.
+    pub fn hosts(&self) -> &crate::hosts::HostsContext {
+        &self.inner.hosts
+    }
+
+    /// Starts this replica's custom-host reconciler (DNS checks, certificate orders and renewals);
+    /// it ends when `shutdown` is cancelled.
+    pub fn spawn_host_reconciler(&self, shutdown: tokio_util::sync::CancellationToken) -> tokio::task::JoinHandle<()> {
+        crate::hosts::reconciler::spawn(self.clone(), shutdown)
     }
 
     pub(crate) fn sessions(&self) -> &SessionKeys {

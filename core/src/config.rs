@@ -58,6 +58,30 @@ pub struct Config {
     pub push_allow_private_networks: bool,
     /// tracing filter (`AQS_LOG`), e.g. `info` or `aqs=debug`.
     pub log: String,
+    /// Custom hosts: the hostname members point their CNAME records at (`AQS_EDGE_HOSTNAME`).
+    pub edge_hostname: String,
+    /// The ACME directory that issues custom hosts' certificates (`AQS_ACME_DIRECTORY_URL`);
+    /// empty: no certificates are ordered (hosts wait with a reason saying so).
+    pub acme_directory_url: String,
+    /// The contact of the ACME account (`AQS_ACME_CONTACT_EMAIL`), optional.
+    pub acme_contact_email: String,
+    /// A PEM file of roots to trust for the ACME server instead of the system's
+    /// (`AQS_ACME_CA_FILE`), for a test ACME server such as pebble.
+    pub acme_ca_file: String,
+    /// DNS servers for the CNAME and TXT checks, `ip:port,...` (`AQS_DNS_SERVERS`); empty: the
+    /// system resolver.
+    pub dns_servers: String,
+    /// Address of the optional TLS listener serving custom hosts (`AQS_HTTPS_ADDR`); empty: none.
+    pub https_addr: String,
+    /// Base64 of 32 bytes: the AES-256-GCM key that encrypts certificate keys at rest
+    /// (`AQS_CERT_ENCRYPTION_KEY`).
+    pub cert_encryption_key: Secret,
+    /// A certificate is renewed once this fraction of its lifetime remains
+    /// (`AQS_CERT_RENEW_FRACTION`, default a third; 1 renews at every check, for tests).
+    pub cert_renew_fraction: f64,
+    /// How often an active host's DNS is checked again, and a pending domain's TXT record
+    /// (`AQS_HOST_RECHECK_SECONDS`).
+    pub host_recheck_seconds: u64,
 }
 
 #[derive(Serialize)]
@@ -73,6 +97,15 @@ struct Defaults {
     operator_emails: &'static str,
     push_allow_private_networks: bool,
     log: &'static str,
+    edge_hostname: &'static str,
+    acme_directory_url: &'static str,
+    acme_contact_email: &'static str,
+    acme_ca_file: &'static str,
+    dns_servers: &'static str,
+    https_addr: &'static str,
+    cert_encryption_key: &'static str,
+    cert_renew_fraction: f64,
+    host_recheck_seconds: u64,
 }
 
 const DEFAULTS: Defaults = Defaults {
@@ -87,6 +120,15 @@ const DEFAULTS: Defaults = Defaults {
     operator_emails: "",
     push_allow_private_networks: false,
     log: "info",
+    edge_hostname: "edge.aqs.localhost",
+    acme_directory_url: "",
+    acme_contact_email: "",
+    acme_ca_file: "",
+    dns_servers: "",
+    https_addr: "",
+    cert_encryption_key: "",
+    cert_renew_fraction: 1.0 / 3.0,
+    host_recheck_seconds: 3600,
 };
 
 impl Config {
@@ -134,6 +176,7 @@ impl Config {
         if !(self.public_url.starts_with("http://") || self.public_url.starts_with("https://")) {
             bail!("AQS_PUBLIC_URL must start with http:// or https://");
         }
+        self.validate_hosts()?;
         Ok(())
     }
 
@@ -159,6 +202,49 @@ impl Config {
         self.redis_url.expose().split(',').map(str::trim).filter(|u| !u.is_empty()).map(str::to_owned).collect()
     }
 
+    /// Checks the custom-host settings.
+    fn validate_hosts(&self) -> anyhow::Result<()> {
+        if !self.cert_encryption_key.is_empty() {
+            crate::cert_key::CertKeyCipher::from_base64(self.cert_encryption_key.expose())
+                .context("invalid setting AQS_CERT_ENCRYPTION_KEY")?;
+        } else if !self.acme_directory_url.is_empty() || !self.https_addr.is_empty() {
+            bail!("AQS_CERT_ENCRYPTION_KEY is not set (custom hosts need it; base64 of 32 random bytes)");
+        }
+        self.dns_servers().context("invalid setting AQS_DNS_SERVERS")?;
+        self.https_addr().context("invalid setting AQS_HTTPS_ADDR")?;
+        if !(self.cert_renew_fraction > 0.0 && self.cert_renew_fraction <= 1.0) {
+            bail!("AQS_CERT_RENEW_FRACTION must be above 0 and at most 1");
+        }
+        if self.edge_hostname.is_empty() {
+            bail!("AQS_EDGE_HOSTNAME must not be empty");
+        }
+        Ok(())
+    }
+
+    /// `AQS_DNS_SERVERS` parsed; empty for the system resolver.
+    pub fn dns_servers(&self) -> anyhow::Result<Vec<SocketAddr>> {
+        self.dns_servers
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse::<SocketAddr>().with_context(|| format!("{s:?} is not ip:port")))
+            .collect()
+    }
+
+    /// `AQS_HTTPS_ADDR` parsed; `None` when no TLS listener is wanted.
+    pub fn https_addr(&self) -> anyhow::Result<Option<SocketAddr>> {
+        let text = self.https_addr.trim();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(text.parse().with_context(|| format!("{text:?} is not ip:port"))?))
+    }
+
+    /// The certificate-key cipher, when `AQS_CERT_ENCRYPTION_KEY` is set (checked by `validate`).
+    pub fn cert_cipher(&self) -> Option<crate::cert_key::CertKeyCipher> {
+        crate::cert_key::CertKeyCipher::from_base64(self.cert_encryption_key.expose()).ok()
+    }
+
     pub fn operator_emails(&self) -> Vec<String> {
         self.operator_emails.split(',').map(|e| e.trim().to_lowercase()).filter(|e| !e.is_empty()).collect()
     }
@@ -177,6 +263,15 @@ impl Config {
             operator_emails: String::new(),
             push_allow_private_networks: true,
             log: "info".into(),
+            edge_hostname: DEFAULTS.edge_hostname.into(),
+            acme_directory_url: String::new(),
+            acme_contact_email: String::new(),
+            acme_ca_file: String::new(),
+            dns_servers: String::new(),
+            https_addr: String::new(),
+            cert_encryption_key: Secret::new(""),
+            cert_renew_fraction: DEFAULTS.cert_renew_fraction,
+            host_recheck_seconds: DEFAULTS.host_recheck_seconds,
         }
     }
 }

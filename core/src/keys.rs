@@ -27,6 +27,9 @@
 //! | `NS:token:<sha256>` | hash | token → queue and scopes (projection); `revoked` for a day after revocation |
 //! | `NS:queues` | set | ids of every live queue (projection; the sweeper walks it) |
 //! | `NS:push` | set | ids of the queues with a push target (projection; dispatchers walk it) |
+//! | `NS:hosts` | hash | custom hostname → `HostRecord` JSON: its queue and certificate (projection; global, no queue tag) |
+//! | `NS:hosts:changed` | channel | published to after every change of `NS:hosts`; data-plane replicas reload it |
+//! | `NS:acme:<token>` | string | an ACME HTTP-01 key authorization, for an hour (answered on any replica) |
 
 use crate::ids::QueueId;
 
@@ -94,6 +97,22 @@ impl Keys {
     /// Pattern matching every queue's push record, for the start-up re-sync.
     pub fn push_pattern(&self) -> String {
         format!("{}:{{q:*}}:push", self.ns)
+    }
+
+    /// Every custom host the data plane serves (`projection::HostRecord`, keyed by hostname).
+    /// Hosts are global, like tokens: never under a queue's hash tag.
+    pub fn hosts(&self) -> String {
+        format!("{}:hosts", self.ns)
+    }
+
+    /// Published to after every change of `hosts()`.
+    pub fn hosts_changed(&self) -> String {
+        format!("{}:hosts:changed", self.ns)
+    }
+
+    /// The key authorization of a pending ACME HTTP-01 challenge.
+    pub fn acme_challenge(&self, token: &str) -> String {
+        format!("{}:acme:{token}", self.ns)
     }
 
     /// Pattern for the wake-up channels of every queue.

@@ -4,8 +4,10 @@
 //! codec, the limits of the product, the names of every Redis key, the records the control plane
 //! projects into Redis, the one API error type and the configuration.
 
+pub mod cert_key;
 pub mod config;
 pub mod error;
+pub mod hostname;
 pub mod ids;
 pub mod json;
 pub mod keys;

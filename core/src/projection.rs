@@ -15,6 +15,8 @@
 //! - `NS:{q:ID}:push` (hash, `PushRecord`) and `NS:push` (set of those queue ids): the queue's push
 //!   target, read by the data plane's dispatchers. It carries the signing secrets (the data plane
 //!   has no PostgreSQL); `Secret` keeps them out of every `Debug` and log line.
+//! - `NS:hosts` (hash, hostname → `HostRecord` JSON): the custom hosts that have a certificate,
+//!   with their queue; `NS:hosts:changed` is published to after each change.
 
 use crate::ids::QueueId;
 use crate::secret::Secret;
@@ -203,6 +205,46 @@ impl PushRecord {
             previous_secret: previous,
             previous_until_ms: fields.get("prev_until").and_then(|t| t.parse().ok()).unwrap_or(0),
         })
+    }
+}
+
+/// A custom host as the data plane serves it. Only hosts with a certificate are projected; the
+/// data plane stops serving one whose certificate has expired.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HostRecord {
+    pub v: String,
+    pub id: uuid::Uuid,
+    #[serde(with = "queue_id_text")]
+    pub queue: QueueId,
+    /// The certificate chain, PEM.
+    pub cert_pem: String,
+    /// The private key, PKCS#8 PEM sealed by `cert_key::CertKeyCipher`.
+    pub key_encrypted: String,
+    pub not_after_ms: u64,
+}
+
+impl HostRecord {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a host record serialises")
+    }
+
+    /// `None` for a malformed record or one of an unknown version.
+    pub fn from_json(text: &str) -> Option<Self> {
+        serde_json::from_str::<Self>(text).ok().filter(|r| r.v == RECORD_VERSION)
+    }
+}
+
+mod queue_id_text {
+    use crate::ids::QueueId;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(id: &QueueId, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(id)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<QueueId, D::Error> {
+        let text = String::deserialize(d)?;
+        QueueId::parse(&text).ok_or_else(|| serde::de::Error::custom("not a queue id"))
     }
 }
 

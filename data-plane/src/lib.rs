@@ -2,6 +2,8 @@
 //!
 //! - [`router`] serves every route under `/queue/v1`; [`queue_routes`] are the per-queue handlers
 //!   alone, written against an extracted [`QueueContext`] so a custom host can serve them at `/`.
+//! - [`route_by_host`] puts custom hosts in front of a router; [`tls_server_config`] is the TLS
+//!   listener's configuration (certificates by SNI).
 //! - [`spawn_background`] starts the sweeper (timers), the publish ledger flusher, the wake-up
 //!   subscriber (long polls) and the push supervisor ([`push`]: one dispatcher per queue with a push
 //!   target).
@@ -12,6 +14,7 @@ mod auth;
 mod body;
 mod cache;
 pub mod engine;
+pub mod hosts;
 mod ledger_flusher;
 mod longpoll;
 pub mod push;
@@ -23,6 +26,8 @@ mod wake;
 
 pub use auth::{PinnedQueue, QueueContext};
 pub use cache::{CAPACITY as CACHE_CAPACITY, CacheSizes};
+pub use hosts::routing::route_by_host;
+pub use hosts::tls::server_config as tls_server_config;
 pub use rate_limit::CAPACITY as RATE_BUCKETS_CAPACITY;
 pub use routes::{queue_routes, router};
 pub use state::DataPlane;
@@ -41,6 +46,7 @@ pub fn spawn_background(state: &DataPlane, shutdown: CancellationToken) -> Vec<J
         sweeper::spawn(state.clone(), shutdown.clone()),
         ledger_flusher::spawn(state.clone(), shutdown.clone()),
         wake::spawn_subscriber(state, shutdown.clone()),
+        hosts::table::spawn_sync(state, shutdown.clone()),
         push::spawn(state.clone(), shutdown),
     ]
 }

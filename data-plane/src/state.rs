@@ -39,6 +39,10 @@ pub struct Shared {
     pub(crate) shutdown: Arc<OnceLock<CancellationToken>>,
     /// The push dispatchers' HTTP client (SSRF guard on unless `push_allow_private_networks`).
     pub(crate) push: Arc<PushClient>,
+    /// The custom hosts served by this replica (`hosts::table`), and the key that opens their
+    /// certificates' keys.
+    pub(crate) hosts: Arc<crate::hosts::table::HostTable>,
+    pub(crate) cert_cipher: Option<aqs_core::cert_key::CertKeyCipher>,
 }
 
 /// What the console needs of a data plane: its engine.
@@ -73,6 +77,8 @@ impl DataPlane {
             pubsub_url: config.redis_urls().into_iter().next(),
             shutdown: Arc::new(OnceLock::new()),
             push: Arc::new(PushClient::new(config.push_allow_private_networks)),
+            hosts: Arc::new(crate::hosts::table::HostTable::default()),
+            cert_cipher: config.cert_cipher(),
         }))
     }
 

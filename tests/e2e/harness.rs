@@ -148,7 +148,17 @@ impl Server {
     /// `start` with further `AQS_…` settings (they override the defaults above, and are kept for
     /// `restart`), e.g. `AQS_PUSH_ALLOW_PRIVATE_NETWORKS=true` for handlers on loopback.
     pub async fn start_with_env(database_url: &str, redis_url: &str, namespace: &str, extra: &[(&str, &str)]) -> Self {
-        let port = free_port();
+        Self::start_on(free_port(), database_url, redis_url, namespace, extra).await
+    }
+
+    /// `start_with_env` on a given port (a test ACME server must know it before the server starts).
+    pub async fn start_on(
+        port: u16,
+        database_url: &str,
+        redis_url: &str,
+        namespace: &str,
+        extra: &[(&str, &str)],
+    ) -> Self {
         let mut env = vec![
             ("AQS_HTTP_ADDR".to_owned(), format!("127.0.0.1:{port}")),
             ("AQS_DATABASE_URL".to_owned(), database_url.to_owned()),

@@ -2,10 +2,12 @@
 //! control plane's service functions (member id first) and the engine (queue id, which they only
 //! learn from a queue the member owns), then render a template.
 
+pub(crate) mod admin_hosts;
 pub(crate) mod auth;
 pub(crate) mod callback_urls;
 pub(crate) mod create_queue;
 pub(crate) mod dead_letters;
+pub(crate) mod hosts;
 pub(crate) mod messages;
 pub(crate) mod overview;
 pub(crate) mod push;

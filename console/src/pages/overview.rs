@@ -50,6 +50,8 @@ struct OverviewPage {
     live: Live,
     chart: Chart,
     refresh_secs: u32,
+    /// The custom hosts serving this queue: (hostname, status in words, reason).
+    hosts: Vec<(String, &'static str, Option<String>)>,
 }
 
 #[derive(Template, WebTemplate)]
@@ -101,6 +103,11 @@ pub(crate) async fn show(
         live,
         chart: chart::build(&days),
         refresh_secs: REFRESH_SECS,
+        hosts: aqs_control_plane::hosts::list_for_queue(state.control(), member.id, &slug)
+            .await?
+            .into_iter()
+            .map(|h| (h.hostname.clone(), super::hosts::status_text(&h), h.reason))
+            .collect(),
     })
 }
 

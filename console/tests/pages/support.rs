@@ -32,10 +32,20 @@ pub async fn spawn_console_delivering(db: PgPool) -> TestConsole {
     spawn(db, true).await
 }
 
+/// With its DNS checks (domains, custom hosts) asking `dns_servers` (`ip:port`).
+pub async fn spawn_console_with_dns(db: PgPool, dns_servers: &str) -> TestConsole {
+    spawn_with(db, false, dns_servers).await
+}
+
 async fn spawn(db: PgPool, background: bool) -> TestConsole {
+    spawn_with(db, background, "").await
+}
+
+async fn spawn_with(db: PgPool, background: bool, dns_servers: &str) -> TestConsole {
     let namespace = aqs_testkit::namespace();
     let mut config = Config::for_tests("", &redis_url(), &namespace);
     config.operator_emails = OPERATOR.into();
+    config.dns_servers = dns_servers.into();
     let redis = redis_conn::connect(&config.redis_urls()).await.expect("test Redis");
     let cp = ControlPlane::new(&config, db, redis.clone()).await.expect("control plane");
     let dp = DataPlane::new(&config, redis).await.expect("data plane");

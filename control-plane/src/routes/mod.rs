@@ -3,6 +3,7 @@
 
 mod admin;
 mod auth;
+mod hosts;
 mod path;
 mod push;
 mod queues;
@@ -31,6 +32,14 @@ pub fn router(state: ControlPlane) -> Router {
         .route("/api/v1/admin/members", get(admin::find_member))
         .route("/api/v1/admin/members/{id}/callback-urls", get(admin::list).post(admin::add))
         .route("/api/v1/admin/members/{id}/callback-urls/{url_id}", delete(admin::remove))
+        .route("/api/v1/domains", post(hosts::create_domain).get(hosts::list_domains))
+        .route("/api/v1/domains/{id}", get(hosts::get_domain).delete(hosts::delete_domain))
+        .route("/api/v1/domains/{id}/verify", post(hosts::verify_domain))
+        .route("/api/v1/hosts", post(hosts::create_host).get(hosts::list_hosts))
+        .route("/api/v1/hosts/{id}", get(hosts::get_host).delete(hosts::delete_host))
+        .route("/api/v1/hosts/{id}/check", post(hosts::check_host))
+        .route("/api/v1/admin/hosts", get(hosts::admin_list))
+        .route("/api/v1/admin/hosts/{id}/check", post(hosts::admin_check))
         // Every route here needs PostgreSQL: while it is down they answer 503 without waiting.
         .layer(middleware::from_fn_with_state(state.clone(), crate::database::require_database))
         .with_state(state)

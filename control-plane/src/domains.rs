@@ -1,0 +1,221 @@
+//! Root domains a member proves with a TXT record: `_aqs-challenge.<domain>` must hold the
+//! domain's `aqs-verify=<random>` value. A domain goes `pending` → `verified` on a check (the API's
+//! verify, and the reconciler's periodic re-check of pending domains); custom hosts can then be
+//! added under it. A root domain may be proved by several members, each with their own value.
+
+use crate::db_error::db_error;
+use crate::members::MemberId;
+use crate::state::ControlPlane;
+use crate::timefmt;
+use aqs_core::{ApiError, ApiResult, hostname};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+const COLUMNS: &str = "id, name, verification_value, status, reason, verified_at, created_at";
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Domain {
+    pub id: Uuid,
+    pub name: String,
+    /// `pending` or `verified`.
+    pub status: String,
+    /// Why the last check did not verify it.
+    pub reason: Option<String>,
+    /// The record to create.
+    pub verification: TxtRecord,
+    #[serde(serialize_with = "timefmt::rfc3339_opt")]
+    pub verified_at: Option<DateTime<Utc>>,
+    #[serde(serialize_with = "timefmt::rfc3339")]
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TxtRecord {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub name: String,
+    pub value: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewDomain {
+    pub name: String,
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct DomainRow {
+    pub id: Uuid,
+    pub name: String,
+    verification_value: String,
+    pub status: String,
+    reason: Option<String>,
+    verified_at: Option<DateTime<Utc>>,
+    created_at: DateTime<Utc>,
+}
+
+impl DomainRow {
+    fn into_domain(self) -> Domain {
+        Domain {
+            verification: TxtRecord { kind: "TXT", name: challenge_name(&self.name), value: self.verification_value },
+            id: self.id,
+            name: self.name,
+            status: self.status,
+            reason: self.reason,
+            verified_at: self.verified_at,
+            created_at: self.created_at,
+        }
+    }
+}
+
+fn challenge_name(domain: &str) -> String {
+    format!("_aqs-challenge.{domain}")
+}
+
+fn not_found() -> ApiError {
+    ApiError::not_found("no domain with this id")
+}
+
+pub async fn create(cp: &ControlPlane, member: MemberId, input: NewDomain) -> ApiResult<Domain> {
+    let name = hostname::normalize(&input.name)
+        .ok_or_else(|| ApiError::invalid("name: must be a domain name of two or more labels, such as example.com"))?;
+    const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let token: String = (0..32).map(|_| CHARS[rand::random_range(0..CHARS.len())] as char).collect();
+    let row = sqlx::query_as::<_, DomainRow>(&format!(
+        "INSERT INTO domains (id, member_id, name, verification_value) VALUES ($1, $2, $3, $4) RETURNING {COLUMNS}"
+    ))
+    .bind(Uuid::new_v4())
+    .bind(member.as_uuid())
+    .bind(&name)
+    .bind(format!("aqs-verify={token}"))
+    .fetch_one(cp.db())
+    .await
+    .map_err(db_error)?;
+    Ok(row.into_domain())
+}
+
+pub async fn list(cp: &ControlPlane, member: MemberId) -> ApiResult<Vec<Domain>> {
+    let rows =
+        sqlx::query_as::<_, DomainRow>(&format!("SELECT {COLUMNS} FROM domains WHERE member_id = $1 ORDER BY name"))
+            .bind(member.as_uuid())
+            .fetch_all(cp.db())
+            .await
+            .map_err(db_error)?;
+    Ok(rows.into_iter().map(DomainRow::into_domain).collect())
+}
+
+pub async fn get(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<Domain> {
+    find(cp.db(), member, id).await.map(DomainRow::into_domain)
+}
+
+async fn find(db: &PgPool, member: MemberId, id: Uuid) -> ApiResult<DomainRow> {
+    sqlx::query_as::<_, DomainRow>(&format!("SELECT {COLUMNS} FROM domains WHERE member_id = $1 AND id = $2"))
+        .bind(member.as_uuid())
+        .bind(id)
+        .fetch_optional(db)
+        .await
+        .map_err(db_error)?
+        .ok_or_else(not_found)
+}
+
+/// Removes a domain no host uses (409 while one does).
+pub async fn delete(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<()> {
+    let domain = find(cp.db(), member, id).await?;
+    let in_use: i64 = sqlx::query_scalar("SELECT count(*) FROM hosts WHERE domain_id = $1")
+        .bind(domain.id)
+        .fetch_one(cp.db())
+        .await
+        .map_err(db_error)?;
+    if in_use > 0 {
+        return Err(ApiError::Conflict(format!(
+            "{} still has {in_use} host(s); remove them before the domain",
+            domain.name
+        )));
+    }
+    let removed =
+        sqlx::query("DELETE FROM domains WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM hosts WHERE domain_id = $1)")
+            .bind(domain.id)
+            .execute(cp.db())
+            .await
+            .map_err(db_error)?;
+    if removed.rows_affected() == 0 {
+        return Err(ApiError::Conflict(format!("{} gained a host meanwhile; remove it first", domain.name)));
+    }
+    Ok(())
+}
+
+/// Checks the TXT record now: 200 either way, `verified` or `pending` with the reason.
+pub async fn verify(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<Domain> {
+    let domain = find(cp.db(), member, id).await?;
+    check(cp, domain).await.map(DomainRow::into_domain)
+}
+
+/// Looks up the TXT record of a domain and records the outcome. A verified domain stays verified
+/// (hosts under it keep their own CNAME checks).
+pub(crate) async fn check(cp: &ControlPlane, domain: DomainRow) -> ApiResult<DomainRow> {
+    if domain.status == "verified" {
+        return Ok(domain);
+    }
+    let name = challenge_name(&domain.name);
+    let (verified, reason) = match cp.hosts().dns.txt_values(&name).await {
+        Ok(values) if values.iter().any(|v| v.trim() == domain.verification_value) => (true, None),
+        Ok(values) if values.is_empty() => (
+            false,
+            Some(format!("no TXT record at {name} yet; create it with the value {}", domain.verification_value)),
+        ),
+        Ok(values) => (
+            false,
+            Some(format!("the TXT record at {name} holds {:?}, not {}", values.join(" "), domain.verification_value)),
+        ),
+        Err(err) => (false, Some(format!("the DNS lookup of {name} failed: {err}; it is retried"))),
+    };
+    let row = sqlx::query_as::<_, DomainRow>(&format!(
+        "UPDATE domains SET status = CASE WHEN $2 THEN 'verified' ELSE status END, reason = $3, checked_at = now(),
+                            verified_at = CASE WHEN $2 THEN now() ELSE verified_at END
+         WHERE id = $1 RETURNING {COLUMNS}"
+    ))
+    .bind(domain.id)
+    .bind(verified)
+    .bind(reason)
+    .fetch_optional(cp.db())
+    .await
+    .map_err(db_error)?
+    .ok_or_else(not_found)?;
+    Ok(row)
+}
+
+/// Pending domains not checked for a minute, for the reconciler's periodic re-check (claimed with
+/// SKIP LOCKED so replicas share the work).
+pub(crate) async fn recheck_pending(cp: &ControlPlane) -> anyhow::Result<usize> {
+    let rows = sqlx::query_as::<_, DomainRow>(&format!(
+        "UPDATE domains SET checked_at = now() WHERE id IN (
+             SELECT id FROM domains WHERE status = 'pending'
+               AND (checked_at IS NULL OR checked_at < now() - interval '60 seconds')
+             ORDER BY checked_at NULLS FIRST LIMIT 20 FOR UPDATE SKIP LOCKED)
+         RETURNING {COLUMNS}"
+    ))
+    .fetch_all(cp.db())
+    .await?;
+    let count = rows.len();
+    for row in rows {
+        check(cp, row).await.map_err(|err| anyhow::anyhow!("checking a domain: {err}"))?;
+    }
+    Ok(count)
+}
+
+/// The member's verified domain that `host` sits strictly under (the longest, if several).
+pub(crate) async fn verified_parent(db: &PgPool, member: MemberId, host: &str) -> ApiResult<Option<Uuid>> {
+    let rows: Vec<(Uuid, String)> =
+        sqlx::query_as("SELECT id, name FROM domains WHERE member_id = $1 AND status = 'verified'")
+            .bind(member.as_uuid())
+            .fetch_all(db)
+            .await
+            .map_err(db_error)?;
+    Ok(rows
+        .into_iter()
+        .filter(|(_, name)| host != name && hostname::is_under(host, name))
+        .max_by_key(|(_, name)| name.len())
+        .map(|(id, _)| id))
+}
