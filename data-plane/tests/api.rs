@@ -13,6 +13,8 @@ mod cluster;
 mod concurrency;
 #[path = "api/dead_letters.rs"]
 mod dead_letters;
+#[path = "api/extend.rs"]
+mod extend;
 #[path = "api/health.rs"]
 mod health;
 #[path = "api/idempotency_index.rs"]
