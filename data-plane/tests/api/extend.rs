@@ -35,7 +35,8 @@ async fn an_extended_lease_stays_hidden_past_its_first_deadline_and_its_new_rece
     let leased = app.consume(&queue, json!({"visibility_seconds": 1})).await;
     let receipt = text(&leased[0], "receipt");
     let first_deadline = app.deadline(&queue).await.expect("leased");
-    let (status, body) = app.extend(&queue, &[&receipt], 60).await;
+    // Two hours: longer than the first receipt's validity (an hour), so the fresh one differs.
+    let (status, body) = app.extend(&queue, &[&receipt], 7200).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["failed"], json!([]));
     assert_eq!(body["extended"][0]["receipt"], receipt.as_str());
@@ -49,7 +50,7 @@ async fn an_extended_lease_stays_hidden_past_its_first_deadline_and_its_new_rece
         secs * 1000 + micros / 1000 > first_deadline + 200
     })
     .await;
-    assert!(app.deadline(&queue).await.expect("still leased") >= first_deadline + 50_000);
+    assert!(app.deadline(&queue).await.expect("still leased") >= first_deadline + 7_000_000);
     assert!(app.consume(&queue, json!({})).await.is_empty(), "extended: still invisible");
     let depth = app.stats(&queue).await["depth"].clone();
     assert_eq!(depth["in_flight"], 1, "{depth}");
@@ -82,15 +83,11 @@ async fn the_old_receipt_after_a_redelivery_is_lease_lost_and_extends_nothing() 
     assert_eq!(body["failed"][0]["error"], "lease_lost");
 }
 
-/// Consumes until the expired lease comes back (the lease is short; no fixed sleep).
+/// A long poll, which sleeps until the short lease falls due and then takes the redelivery.
 async fn eventually_consume(app: &TestApp, queue: &TestQueue) -> Value {
-    let mut found = None;
-    eventually("the expired lease is redelivered", || async {
-        found = app.consume(queue, json!({"visibility_seconds": 60})).await.pop();
-        found.is_some()
-    })
-    .await;
-    found.unwrap()
+    let mut got = app.consume(queue, json!({"max_wait_seconds": 20, "visibility_seconds": 60})).await;
+    assert_eq!(got.len(), 1, "the expired lease is redelivered");
+    got.pop().unwrap()
 }
 
 #[tokio::test]
@@ -163,4 +160,38 @@ async fn extend_needs_the_consume_scope_and_never_reveals_another_tenants_queue(
     assert_eq!(answer["error"], "not_found");
     let (status, _) = app.post("acq_nonsense", &url, &body).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn shortening_a_lease_wakes_a_waiting_long_poll_at_the_new_deadline() {
+    let app = spawn_app().await;
+    app.listening().await;
+    let queue = app.queue().await;
+    app.publish_text(&queue, "job").await;
+    let receipt = text(&app.consume(&queue, json!({"visibility_seconds": 600})).await[0], "receipt");
+    let poll = {
+        let (client, url, token) = (app.client.clone(), app.url(&queue, "/consume"), queue.token.clone());
+        tokio::spawn(async move {
+            let response = client.post(url).bearer_auth(token).json(&json!({"max_wait_seconds": 20})).send();
+            response.await.unwrap().json::<Value>().await.unwrap()
+        })
+    };
+    // The poll found nothing and waits (it marked the queue), sleeping past the 600 s lease's reach.
+    eventually("the long poll waits", || async {
+        let mut conn = app.redis.clone();
+        let mark: Option<u64> =
+            redis::cmd("HGET").arg(app.keys.queue(queue.id).meta()).arg("w").query_async(&mut conn).await.unwrap();
+        mark.is_some()
+    })
+    .await;
+    let (status, body) = app.extend(&queue, &[&receipt], 1).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // Woken by the extension, it sleeps until the new deadline (a second) and takes the
+    // redelivery; unwoken, it would sleep out its 20 s. The bound is only against that.
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(12), poll)
+        .await
+        .expect("the extension woke the waiting poll")
+        .unwrap();
+    assert_eq!(answer["messages"].as_array().unwrap().len(), 1, "{answer}");
+    assert_eq!(answer["messages"][0]["attempts"], 2);
 }
