@@ -1,4 +1,5 @@
 //! The `aqs` library behind the binary: `serve` composes the roles and runs the HTTP server, so
 //! that tests (through `aqs-testkit`) run the very server production runs.
 
+pub mod request_id;
 pub mod serve;

@@ -39,6 +39,8 @@ mod push_handler;
 mod push_replicas;
 #[path = "api/recovery.rs"]
 mod recovery;
+#[path = "api/request_id.rs"]
+mod request_id;
 #[path = "api/storage_budget.rs"]
 mod storage_budget;
 #[path = "api/validation.rs"]
