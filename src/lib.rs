@@ -2,5 +2,6 @@
 //! that tests (through `aqs-testkit`) run the very server production runs.
 
 mod framing;
+pub mod request_id;
 pub mod serve;
 mod serve_tls;

@@ -175,7 +175,7 @@ pub async fn serve_http(
         if let Err(err) = stream.set_nodelay(true) {
             tracing::debug!(error = %err, "cannot set TCP_NODELAY");
         }
-        let service = TowerToHyperService::new(app.clone());
+        let service = TowerToHyperService::new(crate::request_id::RequestId::new(app.clone()));
         // hyper's own answers to malformed framing get our JSON error body (`framing`).
         let stream = crate::framing::JsonFramingErrors::new(stream);
         let conn = http.serve_connection(TokioIo::new(stream), service).with_upgrades();

@@ -52,7 +52,10 @@ pub async fn serve_https(
                 }
                 Err(_) => return,
             };
-            let conn = http.serve_connection(TokioIo::new(tls), TowerToHyperService::new(app)).with_upgrades();
+            // The same request ids and framing answers as the plain listener (`serve::serve_http`).
+            let tls = crate::framing::JsonFramingErrors::new(tls);
+            let service = TowerToHyperService::new(crate::request_id::RequestId::new(app));
+            let conn = http.serve_connection(TokioIo::new(tls), service).with_upgrades();
             tokio::pin!(conn);
             let result = tokio::select! {
                 result = conn.as_mut() => result,

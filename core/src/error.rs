@@ -11,6 +11,11 @@ use serde_json::json;
 
 pub type ApiResult<T> = Result<T, ApiError>;
 
+/// An error answer's JSON, kept on the response so that the server can add the request's id to it
+/// (`aqs::request_id`) without parsing the body back.
+#[derive(Clone, Debug)]
+pub struct ErrorBody(pub serde_json::Value);
+
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error("{0}")]
@@ -196,7 +201,8 @@ impl IntoResponse for ApiError {
         if let Self::InBatch { index, .. } = &self {
             body["index"] = json!(index);
         }
-        let mut response = (status, Json(body)).into_response();
+        let mut response = (status, Json(&body)).into_response();
+        response.extensions_mut().insert(ErrorBody(body));
         if let Some(secs) = self.retry_after() {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }

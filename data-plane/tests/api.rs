@@ -13,6 +13,8 @@ mod cluster;
 mod concurrency;
 #[path = "api/dead_letters.rs"]
 mod dead_letters;
+#[path = "api/extend.rs"]
+mod extend;
 #[path = "api/health.rs"]
 mod health;
 #[path = "api/hostile.rs"]
@@ -39,6 +41,8 @@ mod push_handler;
 mod push_replicas;
 #[path = "api/recovery.rs"]
 mod recovery;
+#[path = "api/request_id.rs"]
+mod request_id;
 #[path = "api/storage_budget.rs"]
 mod storage_budget;
 #[path = "api/validation.rs"]

@@ -35,7 +35,9 @@
 //! wake channel; every other replica wakes that many of its long polls (`wake.rs`), not all of
 //! them (the publishing one woke its own when the script returned). Without a waiter it PUBLISHes
 //! nothing: a consume that finds nothing for a poll that will wait moves `w` up to the poll's
-//! deadline in the same script, so no publish can fall between the empty answer and the mark. A nack moves the lease
+//! deadline in the same script, so no publish can fall between the empty answer and the mark. An extend (a consumer's
+//! heartbeat, `extend.lua`) moves a current delivery's lease deadline to now + the new lease, with
+//! ack's check of the receipt. A nack moves the lease
 //! deadline to now + delay and marks it in `backoff`; a lease that runs out is simply due. The
 //! next consume claims due leases first (XCLAIM with min-idle 0 bumps the delivery counter); a due
 //! lease whose deliveries reached max attempts is moved to the DLQ instead (reason: the nack's
@@ -70,6 +72,7 @@ mod admin;
 mod budget;
 mod consume;
 mod dead_letters;
+mod extend;
 mod ledger;
 mod lifecycle;
 mod publish;

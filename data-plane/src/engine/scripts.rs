@@ -43,6 +43,7 @@ pub struct Scripts {
     pub dlq_purge: Script,
     pub held_leases: Script,
     pub drop_queue: Script,
+    pub extend: Script,
 }
 
 impl Scripts {
@@ -66,12 +67,13 @@ impl Scripts {
             dlq_purge: script!("dlq_purge.lua"),
             held_leases: script!("held_leases.lua"),
             drop_queue: script!("drop_queue.lua"),
+            extend: script!("extend.lua"),
         }
     }
 
     /// Every script, for loading them all at start-up (`SCRIPT LOAD` catches a Lua syntax error
     /// before the first request does).
-    pub fn all(&self) -> [&Script; 18] {
+    pub fn all(&self) -> [&Script; 19] {
         [
             &self.publish,
             &self.publish_one,
@@ -91,6 +93,7 @@ impl Scripts {
             &self.dlq_purge,
             &self.held_leases,
             &self.drop_queue,
+            &self.extend,
         ]
     }
 }

@@ -1,6 +1,7 @@
 //! `POST /consume`, `POST /ack`, `POST /nack`.
 
 use super::SMALL_BODY_LIMIT;
+use super::receipts::{Decoded, ReceiptFailure};
 use super::views::{attributes, base64};
 use crate::QueueContext;
 use crate::body;
@@ -10,7 +11,7 @@ use crate::rate_limit::Class;
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::limits;
-use aqs_core::receipt::{AckHint, Receipt, ReceiptError, expiry_ms};
+use aqs_core::receipt::{Receipt, expiry_ms};
 use aqs_core::time::{now_ms, rfc3339};
 use aqs_core::token::Scope;
 use axum::Json;
@@ -126,7 +127,7 @@ pub async fn ack(
         if ok {
             acked += 1;
         } else {
-            failed.push(lease_lost(text));
+            failed.push(ReceiptFailure::lease_lost(text));
         }
     }
     Ok(Json(json!({ "acked": acked, "failed": failed })))
@@ -152,58 +153,10 @@ pub async fn nack(
     for (result, text) in results.into_iter().zip(decoded.valid_texts) {
         match result {
             NackResult::Returned | NackResult::DeadLettered => nacked += 1,
-            NackResult::LeaseLost => failed.push(lease_lost(text)),
+            NackResult::LeaseLost => failed.push(ReceiptFailure::lease_lost(text)),
         }
     }
     Ok(Json(json!({ "nacked": nacked, "failed": failed })))
-}
-
-/// Receipts checked in Rust (tag, expiry, queue) before Redis is asked anything.
-struct Decoded {
-    valid: Vec<Receipt>,
-    /// The version 2 receipts' hints, one per `valid` receipt.
-    hints: Vec<Option<AckHint>>,
-    valid_texts: Vec<String>,
-    failed: Vec<Value>,
-}
-
-impl Decoded {
-    fn new(state: &DataPlane, ctx: &QueueContext, receipts: Vec<String>) -> ApiResult<Self> {
-        if receipts.is_empty() || receipts.len() > limits::ACK_MAX_RECEIPTS {
-            return Err(ApiError::invalid(format!("receipts must hold 1 to {} receipts", limits::ACK_MAX_RECEIPTS)));
-        }
-        let now = now_ms();
-        let mut out = Self { valid: Vec::new(), hints: Vec::new(), valid_texts: Vec::new(), failed: Vec::new() };
-        for text in receipts {
-            match state.receipts.decode_with_hint(&text, now) {
-                Ok((receipt, hint)) if receipt.queue == ctx.queue => {
-                    out.valid.push(receipt);
-                    out.hints.push(hint);
-                    out.valid_texts.push(text);
-                }
-                Ok(_) => out.failed.push(failure(text, "receipt_invalid", "the receipt belongs to another queue")),
-                Err(ReceiptError::Expired) => {
-                    out.failed.push(failure(text, "receipt_invalid", "the receipt has expired"))
-                }
-                Err(ReceiptError::Malformed) => {
-                    out.failed.push(failure(text, "receipt_invalid", "the receipt is not one this service issued"))
-                }
-            }
-        }
-        Ok(out)
-    }
-}
-
-fn failure(receipt: String, error: &str, message: &str) -> Value {
-    json!({ "receipt": receipt, "error": error, "message": message })
-}
-
-fn lease_lost(receipt: String) -> Value {
-    failure(
-        receipt,
-        "lease_lost",
-        "this delivery is no longer current: the message was redelivered, returned, acknowledged or removed",
-    )
 }
 
 /// Cuts `text` to at most `max` bytes on a character boundary.

@@ -1,6 +1,7 @@
 //! `GET /queue/v1/health`: 200 while Redis answers a PING within a second, else 503.
 
 use crate::state::DataPlane;
+use aqs_core::error::ErrorBody;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -25,7 +26,9 @@ pub async fn health(State(state): State<DataPlane>) -> Response {
                 "error": "service_unavailable",
                 "message": "storage is temporarily unavailable; retry shortly",
             });
-            let mut response = (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
+            let mut response = (StatusCode::SERVICE_UNAVAILABLE, Json(&body)).into_response();
+            // An error answer: the server adds the request id to it.
+            response.extensions_mut().insert(ErrorBody(body));
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             response
         }

@@ -6,8 +6,10 @@
 mod admin;
 mod consume;
 mod dead_letters;
+mod extend;
 mod health;
 mod publish;
+mod receipts;
 mod stats;
 pub(crate) mod views;
 
@@ -19,7 +21,7 @@ use axum::http::header::CACHE_CONTROL;
 use axum::routing::{get, post};
 use tower_http::set_header::SetResponseHeaderLayer;
 
-/// Body limit of the routes whose bodies are small (consume, ack, nack, purge, dead-letter
+/// Body limit of the routes whose bodies are small (consume, ack, nack, extend, purge, dead-letter
 /// actions): 100 receipts or ids fit many times over.
 const SMALL_BODY_LIMIT: u64 = 256 * 1024;
 
@@ -47,6 +49,7 @@ fn routes_at(root: &str) -> Router<DataPlane> {
         .route(&at("/consume"), post(consume::consume))
         .route(&at("/ack"), post(consume::ack))
         .route(&at("/nack"), post(consume::nack))
+        .route(&at("/extend"), post(extend::extend))
         .route(&at("/stats"), get(stats::stats))
         .route(&at("/messages/peek"), get(admin::peek))
         .route(&at("/purge"), post(admin::purge))

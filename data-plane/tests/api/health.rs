@@ -19,8 +19,10 @@ async fn redis_down_answers_503_with_retry_after() {
     let response = app.client.get(format!("{}/queue/v1/health", app.base)).send().await.unwrap();
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(response.headers()["retry-after"], "1");
+    let id = response.headers()["x-request-id"].to_str().unwrap().to_owned();
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["ok"], false);
+    assert_eq!(body["request_id"], id.as_str(), "the 503 carries the request id too");
 
     let token = aqs_core::token::TokenSecret::generate();
     let url = format!("{}/queue/v1/some-queue/messages", app.base);
