@@ -1,7 +1,9 @@
 //! `ControlPlane`: the shared state of every control-plane route and service function, the stores
 //! and the few configuration values the control plane needs.
 
+use crate::billing::Billing;
 use crate::session::SessionKeys;
+use aqs_data_plane::engine::Engine;
 use aqs_core::config::Config;
 use aqs_core::keys::Keys;
 use aqs_core::redis_conn::RedisConn;
@@ -22,6 +24,10 @@ struct Inner {
     operator_emails: Vec<String>,
     sessions: SessionKeys,
     push_allow_private_networks: bool,
+    /// `None` when billing is off (no `AQS_STRIPE_SECRET_KEY`).
+    billing: Option<Billing>,
+    /// Asked for facts the data plane owns (stored messages over a size, usage counters).
+    engine: Engine,
 }
 
 impl ControlPlane {
@@ -32,12 +38,14 @@ impl ControlPlane {
         Ok(Self {
             inner: Arc::new(Inner {
                 db,
-                redis,
+                redis: redis.clone(),
                 keys: Keys::new(&config.redis_namespace),
                 public_url: config.public_url.trim_end_matches('/').to_owned(),
                 operator_emails: config.operator_emails(),
                 sessions: SessionKeys::new(config.session_secret.expose().as_bytes()),
                 push_allow_private_networks: config.push_allow_private_networks,
+                billing: Billing::from_config(config),
+                engine: Engine::new(redis.clone(), Keys::new(&config.redis_namespace)),
             }),
         })
     }
@@ -67,6 +75,15 @@ impl ControlPlane {
     /// `AQS_PUSH_ALLOW_PRIVATE_NETWORKS`: handler URLs on private addresses pass registration.
     pub(crate) fn push_allow_private_networks(&self) -> bool {
         self.inner.push_allow_private_networks
+    }
+
+    /// Stripe, when billing is on.
+    pub fn billing(&self) -> Option<&Billing> {
+        self.inner.billing.as_ref()
+    }
+
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.inner.engine
     }
 
     pub(crate) fn sessions(&self) -> &SessionKeys {

@@ -15,6 +15,8 @@ mod concurrency;
 mod dead_letters;
 #[path = "api/health.rs"]
 mod health;
+#[path = "api/large_messages.rs"]
+mod large_messages;
 #[path = "api/leases.rs"]
 mod leases;
 #[path = "api/longpoll.rs"]

@@ -3,6 +3,7 @@
 
 mod admin;
 mod auth;
+mod billing;
 mod path;
 mod push;
 mod queues;
@@ -30,5 +31,11 @@ pub fn router(state: ControlPlane) -> Router {
         .route("/api/v1/admin/members", get(admin::find_member))
         .route("/api/v1/admin/members/{id}/callback-urls", get(admin::list).post(admin::add))
         .route("/api/v1/admin/members/{id}/callback-urls/{url_id}", delete(admin::remove))
+        .route("/api/v1/billing", get(billing::get))
+        .route("/api/v1/billing/setup", post(billing::setup))
+        .route("/api/v1/billing/portal", post(billing::portal))
+        .route("/api/v1/billing/budget", put(billing::budget))
+        .route("/api/v1/billing/webhook", post(billing::webhook))
+        .route("/api/v1/admin/billing", get(billing::admin_list))
         .with_state(state)
 }

@@ -1,7 +1,7 @@
 //! The message engine: the one place that talks to Redis about messages. Every operation is one
 //! Lua script (`scripts/*.lua`, one per operation) run with one EVALSHA; purges and replays of a
 //! whole queue run the same script in bounded chunks so Redis is never blocked for long. Every
-//! script but the two publish scripts gets the twelve standard keys and the `common.lua` prelude;
+//! script but the two publish scripts gets the thirteen standard keys and the `common.lua` prelude;
 //! publish, the hot path, stands alone with the keys it touches (`publish_one.lua` for one plain
 //! message, `publish.lua` for the rest).
 //!
@@ -67,6 +67,7 @@ mod admin;
 mod budget;
 mod consume;
 mod dead_letters;
+mod large;
 mod ledger;
 mod publish;
 mod reply;
@@ -131,7 +132,7 @@ impl Engine {
         self.conn.clone()
     }
 
-    /// Starts an invocation of `script` with the twelve standard queue keys (`common.lua`).
+    /// Starts an invocation of `script` with the thirteen standard queue keys (`common.lua`).
     fn invocation<'a>(&self, script: &'a Script, queue: QueueId) -> ScriptInvocation<'a> {
         let q = self.keys.queue(queue);
         let mut inv = script.prepare_invoke();
@@ -146,7 +147,8 @@ impl Engine {
             .key(q.errors())
             .key(q.stats())
             .key(q.wake())
-            .key(q.idempotency_prefix());
+            .key(q.idempotency_prefix())
+            .key(q.large());
         inv
     }
 

@@ -1,6 +1,6 @@
 -- sweep.lua: the timers of one queue, run about once a second by every data-plane replica (safe
 -- concurrently: each call is atomic and idempotent).
--- KEYS: the twelve queue keys (common.lua), then KEYS[13] budget (budget.lua is prepended too).
+-- KEYS: the thirteen queue keys (common.lua), then KEYS[13] budget (budget.lua is prepended too).
 -- ARGV: now_ms, limit per kind, prune_before_day (YYYYMMDD; '0' = do not prune).
 -- Returns {promoted, dead_lettered} or {'no_queue'}.
 local now, limit, prune_before = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
