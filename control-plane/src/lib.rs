@@ -40,7 +40,10 @@ pub use state::ControlPlane;
 pub use tokens::{CreatedToken, NewToken, Token};
 
 /// Starts the control plane's background loops (the billing outbox) until `cancel`.
-pub fn spawn_background(cp: &ControlPlane, cancel: tokio_util::sync::CancellationToken) -> Vec<tokio::task::JoinHandle<()>> {
+pub fn spawn_background(
+    cp: &ControlPlane,
+    cancel: tokio_util::sync::CancellationToken,
+) -> Vec<tokio::task::JoinHandle<()>> {
     vec![tokio::spawn(billing::outbox::run(cp.clone(), cancel))]
 }
 

@@ -3,10 +3,10 @@
 
 use crate::billing::Billing;
 use crate::session::SessionKeys;
-use aqs_data_plane::engine::Engine;
 use aqs_core::config::Config;
 use aqs_core::keys::Keys;
 use aqs_core::redis_conn::RedisConn;
+use aqs_data_plane::engine::Engine;
 use sqlx::PgPool;
 use std::sync::Arc;
 

@@ -68,7 +68,6 @@ pub(crate) struct AccountRow {
     pub payment_method_id: Option<String>,
     pub payment_method_brand: Option<String>,
     pub payment_method_last4: Option<String>,
-    pub subscription_id: Option<String>,
     pub subscription_status: Option<String>,
     pub payment_failed_at: Option<DateTime<Utc>>,
     pub cancelled_for_nonpayment_at: Option<DateTime<Utc>>,
@@ -77,7 +76,7 @@ pub(crate) struct AccountRow {
 }
 
 pub(crate) const ACCOUNT_COLUMNS: &str = "customer_id, payment_method_id, payment_method_brand, payment_method_last4, \
-     subscription_id, subscription_status, payment_failed_at, cancelled_for_nonpayment_at, monthly_limit_cents, \
+     subscription_status, payment_failed_at, cancelled_for_nonpayment_at, monthly_limit_cents, \
      alert_percent";
 
 pub(crate) async fn find(cp: &ControlPlane, member: MemberId) -> ApiResult<AccountRow> {

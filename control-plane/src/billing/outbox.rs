@@ -106,10 +106,11 @@ async fn sync(cp: &ControlPlane, billing: &Billing, member: MemberId, skip_locke
         let mut subscription = current.map(|c| (c.subscription_id, "active".to_owned()));
         for write in &writes {
             let key = format!("aqs-{up_to}-{}", &hex::encode(Sha256::digest(write.fingerprint()))[..24]);
-            if let Some(state) =
-                billing.stripe().apply(write, &customer, payment_method.as_deref(), &key).await.with_context(|| {
-                    format!("stripe write {write:?}")
-                })?
+            if let Some(state) = billing
+                .stripe()
+                .apply(write, &customer, payment_method.as_deref(), &key)
+                .await
+                .with_context(|| format!("stripe write {write:?}"))?
             {
                 subscription = Some(state);
             }

@@ -71,10 +71,9 @@ pub fn plan(desired: &Desired, current: Option<&Current>) -> Vec<StripeWrite> {
     for (price, queues) in &desired {
         let want = spec(price, queues);
         match current.items.iter().find(|item| &item.price == *price) {
-            None => writes.push(StripeWrite::CreateItem {
-                subscription_id: current.subscription_id.clone(),
-                item: want,
-            }),
+            None => {
+                writes.push(StripeWrite::CreateItem { subscription_id: current.subscription_id.clone(), item: want })
+            }
             Some(item) if item.quantity != want.quantity || item.queues != want.queues => {
                 writes.push(StripeWrite::UpdateItem {
                     item_id: item.id.clone(),
@@ -98,7 +97,10 @@ mod tests {
     use super::*;
 
     fn desired(entries: &[(&str, &[&str])]) -> Desired {
-        entries.iter().map(|(price, queues)| (price.to_string(), queues.iter().map(|q| q.to_string()).collect())).collect()
+        entries
+            .iter()
+            .map(|(price, queues)| (price.to_string(), queues.iter().map(|q| q.to_string()).collect()))
+            .collect()
     }
 
     fn item(id: &str, price: &str, queues: &[&str]) -> CurrentItem {

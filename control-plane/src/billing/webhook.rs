@@ -4,8 +4,8 @@
 //! cancellation winning a tie); payment-method events re-read the customer's card from Stripe,
 //! so whichever arrives last writes the current card.
 
-use super::signature::{self, SignatureError};
 use super::outbox;
+use super::signature::{self, SignatureError};
 use crate::db_error::db_error;
 use crate::members::MemberId;
 use crate::projection;
@@ -93,15 +93,16 @@ pub async fn receive(cp: &ControlPlane, signature_header: Option<&str>, payload:
         _ => None,
     };
     let mut tx = cp.db().begin().await.map_err(db_error)?;
-    let fresh = sqlx::query("INSERT INTO billing_events (id, type, created) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
-        .bind(&event.id)
-        .bind(&event.kind)
-        .bind(created)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?
-        .rows_affected()
-        == 1;
+    let fresh =
+        sqlx::query("INSERT INTO billing_events (id, type, created) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
+            .bind(&event.id)
+            .bind(&event.kind)
+            .bind(created)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?
+            .rows_affected()
+            == 1;
     if !fresh {
         return Ok(Received { received: true, outcome: "duplicate" });
     }
@@ -192,7 +193,11 @@ async fn cancel_for_nonpayment(tx: &mut PgConnection, member: Uuid) -> ApiResult
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;
-    sqlx::query("DELETE FROM queue_add_ons WHERE member_id = $1").bind(member).execute(&mut *tx).await.map_err(db_error)?;
+    sqlx::query("DELETE FROM queue_add_ons WHERE member_id = $1")
+        .bind(member)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
     // Nothing is left to bill; a row keeps the outbox's view consistent (it plans no write).
     outbox::enqueue(tx, MemberId::from_stored(member), "subscription cancelled for non-payment").await?;
     sqlx::query_as::<_, QueueRow>(&format!(

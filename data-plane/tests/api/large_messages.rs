@@ -17,11 +17,12 @@ async fn over(app: &TestApp, queue: &TestQueue) -> (u64, u64) {
 #[tokio::test]
 async fn large_messages_are_counted_while_stored_and_forgotten_when_deleted() {
     let app = spawn_app().await;
-    let queue = app.queue_with(|m| {
-        m.payload_limit = 50 * MIB;
-        m.max_attempts = 1;
-    })
-    .await;
+    let queue = app
+        .queue_with(|m| {
+            m.payload_limit = 50 * MIB;
+            m.max_attempts = 1;
+        })
+        .await;
     let two_mib = "a".repeat(2 * MIB as usize);
     let eleven_mib = "b".repeat(11 * MIB as usize);
     let exactly_one_mib = "c".repeat(MIB as usize);
