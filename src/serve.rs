@@ -62,6 +62,7 @@ pub async fn run(
         // change while unreachable) is repaired before we serve.
         control.resync_projection().await.context("re-syncing the Redis projection")?;
         if config.runs(Role::Control) {
+            background.extend(aqs_control_plane::spawn_background(&control, cancel.clone()));
             app = app.merge(aqs_control_plane::router(control.clone()));
         }
         if config.runs(Role::Console) {
