@@ -66,6 +66,11 @@ pub fn router(config: &Config, control: ControlPlane, data: DataPlane) -> Router
             "/admin/callback-urls/remove",
             get(pages::callback_urls::confirm_remove).post(pages::callback_urls::remove),
         )
+        .route("/billing", get(pages::billing::show))
+        .route("/billing/setup", post(pages::billing::setup))
+        .route("/billing/portal", post(pages::billing::portal))
+        .route("/billing/budget", post(pages::billing::budget))
+        .route("/admin/billing", get(pages::billing_admin::show))
         .route("/static/{file}", get(assets::serve))
         .layer(middleware::from_fn_with_state(state.clone(), csrf::guard))
         .layer(middleware::from_fn_with_state(state.clone(), headers::page_headers))

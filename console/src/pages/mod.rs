@@ -3,6 +3,8 @@
 //! learn from a queue the member owns), then render a template.
 
 pub(crate) mod auth;
+pub(crate) mod billing;
+pub(crate) mod billing_admin;
 pub(crate) mod callback_urls;
 pub(crate) mod create_queue;
 pub(crate) mod dead_letters;

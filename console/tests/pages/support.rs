@@ -36,10 +36,20 @@ pub async fn spawn_console_delivering(db: PgPool) -> TestConsole {
     spawn(db, true).await
 }
 
+/// With settings changed by `adjust` (billing's Stripe settings, say).
+pub async fn spawn_console_with(db: PgPool, adjust: impl FnOnce(&mut Config)) -> TestConsole {
+    spawn_adjusted(db, false, adjust).await
+}
+
 async fn spawn(db: PgPool, background: bool) -> TestConsole {
+    spawn_adjusted(db, background, |_| {}).await
+}
+
+async fn spawn_adjusted(db: PgPool, background: bool, adjust: impl FnOnce(&mut Config)) -> TestConsole {
     let namespace = format!("t{:016x}", rand::random::<u64>());
     let mut config = Config::for_tests("", &redis_url(), &namespace);
     config.operator_emails = OPERATOR.into();
+    adjust(&mut config);
     let redis = redis_conn::connect(&config.redis_urls()).await.expect("test Redis");
     let cp = ControlPlane::new(&config, db, redis.clone()).await.expect("control plane");
     let dp = DataPlane::new(&config, redis).await.expect("data plane");

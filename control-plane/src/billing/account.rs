@@ -214,3 +214,18 @@ pub(crate) fn unavailable(err: anyhow::Error) -> ApiError {
     tracing::warn!(error = %format!("{err:#}"), "stripe request failed");
     ApiError::unavailable("billing (Stripe)")
 }
+
+/// The monthly price in cents of each paid payload size (`None` while Stripe cannot be asked),
+/// for the console's Settings tab; empty when billing is off.
+pub async fn add_on_prices(cp: &ControlPlane) -> Vec<(u64, Option<u64>)> {
+    let Some(billing) = cp.billing() else { return Vec::new() };
+    let mut prices = Vec::new();
+    for size in [10 * aqs_core::limits::MIB, 50 * aqs_core::limits::MIB] {
+        let cents = match billing.price_for(size) {
+            Some(price) => billing.stripe().price_cents(price).await.ok(),
+            None => None,
+        };
+        prices.push((size, cents));
+    }
+    prices
+}
