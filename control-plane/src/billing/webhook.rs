@@ -210,3 +210,38 @@ async fn cancel_for_nonpayment(tx: &mut PgConnection, member: Uuid) -> ApiResult
     .await
     .map_err(db_error)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(kind: &str, object: serde_json::Value) -> Event {
+        Event { id: "evt".into(), kind: kind.into(), created: 1, data: EventData { object } }
+    }
+
+    #[test]
+    fn only_a_deletion_for_failed_payments_is_a_non_payment_cancellation() {
+        let sub = |reason: &str| {
+            json!({"id": "sub_1", "customer": "cus_1", "status": "canceled",
+                   "cancellation_details": {"reason": reason}})
+        };
+        let nonpayment = |kind: &str, reason: &str| match action(&event(kind, sub(reason))) {
+            Action::Subscription { nonpayment, status, .. } => (nonpayment, status),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(nonpayment("customer.subscription.deleted", "payment_failed"), (true, "canceled".into()));
+        assert_eq!(nonpayment("customer.subscription.deleted", "cancellation_requested"), (false, "canceled".into()));
+        assert_eq!(nonpayment("customer.subscription.updated", "payment_failed"), (false, "canceled".into()));
+    }
+
+    #[test]
+    fn events_name_their_customer_or_are_ignored() {
+        let refresh = action(&event("customer.updated", json!({"id": "cus_9", "object": "customer"})));
+        assert_eq!(refresh, Action::RefreshCard { customer: "cus_9".into() });
+        let failed = action(&event("invoice.payment_failed", json!({"id": "in_1", "customer": "cus_9"})));
+        assert_eq!(failed, Action::Invoice { customer: "cus_9".into(), failed: true });
+        assert_eq!(action(&event("invoice.paid", json!({"id": "in_1"}))), Action::Ignore);
+        assert_eq!(action(&event("product.created", json!({"id": "p", "customer": "cus_9"}))), Action::Ignore);
+    }
+}
