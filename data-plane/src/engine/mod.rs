@@ -23,6 +23,10 @@
 //!   `ledger.rs`). `budget`: every replica's storage lease (`scripts/budget.lua`).
 //! - `meta`: the projected settings, plus `w`: until when (ms) a long poll may be waiting.
 //! - `idem:<key>`: `id:fingerprint:published:available`, no TTL while the message is stored.
+//! - `large`: zset message id → body bytes of every stored message over 1 MiB (`large.rs`), so a
+//!   payload-size downgrade can count what is still too large. publish.lua adds (publish_one.lua
+//!   never sees such a message: the engine routes it to publish.lua); ack, purge and the DLQ purge
+//!   remove, after one EXISTS per call; moves between stream, delayed and dlq leave it alone.
 //!
 //! # The life of a message
 //!
