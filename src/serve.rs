@@ -80,6 +80,7 @@ pub async fn run(
         // that a Redis that lost it (or missed a change while unreachable) is repaired first.
         background.push(control.watch_database(config.runs(Role::Control), cancel.clone()).await);
         if config.runs(Role::Control) {
+            background.extend(aqs_control_plane::spawn_background(&control, cancel.clone()));
             app = app.merge(aqs_control_plane::router(control.clone()));
             background.push(control.spawn_host_reconciler(cancel.clone()));
         }

@@ -47,6 +47,11 @@ pub(crate) fn count(n: u64) -> String {
     out
 }
 
+/// 2900 cents → "$29.00".
+pub(crate) fn cents(n: u64) -> String {
+    format!("${}.{:02}", count(n / 100), n % 100)
+}
+
 /// An instant as pages show it, and as the `datetime` attribute of `<time>`.
 #[derive(Clone, Debug)]
 pub(crate) struct Instant {

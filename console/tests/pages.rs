@@ -4,9 +4,14 @@
 
 mod pages {
     mod auth;
+    mod billing;
+    // Shared with the control plane's tests; this binary uses only part of it.
     mod callback_urls;
     mod csrf;
     mod dead_letters;
+    #[allow(dead_code)]
+    #[path = "../../../control-plane/tests/api/fake_stripe.rs"]
+    mod fake_stripe;
     mod hosts;
     mod overview;
     mod push;

@@ -14,6 +14,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod billing;
 mod database;
 mod db_error;
 pub mod domains;
@@ -42,6 +43,14 @@ pub use queues::{NewQueue, Queue, QueueChanges};
 pub use routes::router;
 pub use state::ControlPlane;
 pub use tokens::{CreatedToken, NewToken, Token};
+
+/// Starts the control plane's background loops (the billing outbox) until `cancel`.
+pub fn spawn_background(
+    cp: &ControlPlane,
+    cancel: tokio_util::sync::CancellationToken,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    vec![tokio::spawn(billing::outbox::run(cp.clone(), cancel))]
+}
 
 /// Applies the PostgreSQL migrations in `migrations/` (embedded at compile time).
 pub async fn migrate(db: &sqlx::PgPool) -> anyhow::Result<()> {

@@ -20,6 +20,11 @@ impl MemberId {
     pub fn as_uuid(self) -> Uuid {
         self.0
     }
+
+    /// An id read back from one of our own tables (billing finds a member by Stripe customer).
+    pub(crate) fn from_stored(id: Uuid) -> Self {
+        Self(id)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -2,6 +2,8 @@
 //! takes the authenticated member first and only ever sees that member's queues: another member's
 //! queue is "not found", never "forbidden", so its existence is not revealed.
 
+use crate::billing::add_ons::{self, PayloadChange};
+use crate::billing::outbox;
 use crate::db_error::db_error;
 use crate::members::MemberId;
 use crate::projection;
@@ -105,6 +107,12 @@ impl QueueRow {
 /// Creates a queue and its first token (every scope); the token's secret is in the answer only.
 pub async fn create(cp: &ControlPlane, member: MemberId, input: NewQueue) -> ApiResult<(Queue, CreatedToken)> {
     let settings = input.check()?;
+    if cp.billing().is_some() && settings.payload_size > aqs_core::limits::MIB {
+        // A paid size is bought on an existing queue (PATCH), where payment is checked.
+        return Err(ApiError::invalid(
+            "payload_size: new queues start at 1 MiB; choose a paid add-on size in the queue's settings",
+        ));
+    }
     let base = slug::derive(&settings.name).ok_or_else(|| {
         ApiError::invalid("name: include at least one letter a-z or digit; the queue's address is made from them")
     })?;
@@ -208,8 +216,23 @@ pub(crate) fn not_found() -> ApiError {
 
 /// Changes any of name, visibility timeout, attempts, payload size and storage limit. The slug,
 /// and with it the address, stays as it was.
+///
+/// A larger payload size is a paid add-on (`billing::add_ons`): with billing on, the queue takes
+/// it once Stripe has the item, which is tried before this returns; if Stripe cannot be reached
+/// the answer still shows the old size and the billing outbox applies the new one later.
 pub async fn update(cp: &ControlPlane, member: MemberId, slug: &Slug, changes: QueueChanges) -> ApiResult<Queue> {
-    let changes = changes.check()?;
+    let mut changes = changes.check()?;
+    let mut awaiting_stripe = false;
+    if let Some(requested) = changes.payload_size {
+        let current = find(cp.db(), member, slug).await?.into_queue(cp.public_url());
+        match add_ons::prepare(cp, member, &current, requested).await? {
+            PayloadChange::ApplyNow(size) => changes.payload_size = Some(size),
+            PayloadChange::AwaitStripe => {
+                changes.payload_size = None;
+                awaiting_stripe = true;
+            }
+        }
+    }
     let row = sqlx::query_as::<_, QueueRow>(&format!(
         "UPDATE queues SET name = COALESCE($3, name),
                            visibility_timeout_seconds = COALESCE($4, visibility_timeout_seconds),
@@ -231,7 +254,15 @@ pub async fn update(cp: &ControlPlane, member: MemberId, slug: &Slug, changes: Q
     .await
     .map_err(db_error)?
     .ok_or_else(not_found)?;
-    project_update(cp, row.into_queue(cp.public_url())).await
+    let queue = project_update(cp, row.into_queue(cp.public_url())).await?;
+    if !awaiting_stripe {
+        return Ok(queue);
+    }
+    // A failure is logged and the outbox retries; the answer then shows the size still unpaid.
+    if outbox::sync_now(cp, member).await.is_err() {
+        return Ok(queue);
+    }
+    get(cp, member, slug).await
 }
 
 /// Pausing stops publishes and deliveries; the data plane reads `paused` from the meta hash.
@@ -278,8 +309,13 @@ pub async fn delete(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResu
     .map_err(db_error)?
     .ok_or_else(not_found)?;
     let hashes = tokens::revoke_all(&mut tx, id).await?;
+    // Stripe is never asked here: the outbox stops the add-on, so an outage cannot block this.
+    add_ons::queue_deleted(&mut tx, cp, member, id).await?;
     tx.commit().await.map_err(db_error)?;
     tracing::info!(queue = %QueueId(id), %slug, "queue deleted");
+    if let Some(billing) = cp.billing() {
+        billing.kick();
+    }
 
     projection::remove_queue(&mut cp.redis(), cp.keys(), cp.engine(), QueueId(id), &slug, &hashes).await
 }

@@ -1,6 +1,7 @@
 //! `ControlPlane`: the shared state of every control-plane route and service function, the stores
 //! and the few configuration values the control plane needs.
 
+use crate::billing::Billing;
 use crate::database::DatabaseState;
 use crate::session::SessionKeys;
 use aqs_core::config::Config;
@@ -28,6 +29,8 @@ struct Inner {
     push_allow_private_networks: bool,
     database: DatabaseState,
     hosts: crate::hosts::HostsContext,
+    /// `None` when billing is off (no `AQS_STRIPE_SECRET_KEY`).
+    billing: Option<Billing>,
 }
 
 impl ControlPlane {
@@ -47,6 +50,7 @@ impl ControlPlane {
                 push_allow_private_networks: config.push_allow_private_networks,
                 database: DatabaseState::default(),
                 hosts: crate::hosts::HostsContext::new(config)?,
+                billing: Billing::from_config(config),
             }),
         })
     }
@@ -92,6 +96,11 @@ impl ControlPlane {
     /// it ends when `shutdown` is cancelled.
     pub fn spawn_host_reconciler(&self, shutdown: tokio_util::sync::CancellationToken) -> tokio::task::JoinHandle<()> {
         crate::hosts::reconciler::spawn(self.clone(), shutdown)
+    }
+
+    /// Stripe, when billing is on.
+    pub fn billing(&self) -> Option<&Billing> {
+        self.inner.billing.as_ref()
     }
 
     pub(crate) fn sessions(&self) -> &SessionKeys {

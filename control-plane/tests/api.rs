@@ -3,7 +3,9 @@
 
 mod api {
     mod auth;
+    mod billing;
     mod errors;
+    mod fake_stripe;
     mod isolation;
     mod projection;
     mod push;

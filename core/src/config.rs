@@ -82,6 +82,21 @@ pub struct Config {
     /// How often an active host's DNS is checked again, and a pending domain's TXT record
     /// (`AQS_HOST_RECHECK_SECONDS`).
     pub host_recheck_seconds: u64,
+    /// Stripe secret API key (`AQS_STRIPE_SECRET_KEY`). Unset: billing is off and payload add-ons
+    /// are granted without charge.
+    #[serde(default)]
+    pub stripe_secret_key: Secret,
+    /// Signs Stripe's webhook deliveries (`AQS_STRIPE_WEBHOOK_SECRET`, `whsec_…`).
+    #[serde(default)]
+    pub stripe_webhook_secret: Secret,
+    /// Stripe's API origin (`AQS_STRIPE_API_BASE`); empty means `https://api.stripe.com`.
+    #[serde(default)]
+    pub stripe_api_base: String,
+    /// Price ids of the monthly payload add-ons (`AQS_STRIPE_PRICE_PAYLOAD_10MIB`, `…_50MIB`).
+    #[serde(default)]
+    pub stripe_price_payload_10mib: String,
+    #[serde(default)]
+    pub stripe_price_payload_50mib: String,
 }
 
 #[derive(Serialize)]
@@ -177,6 +192,17 @@ impl Config {
             bail!("AQS_PUBLIC_URL must start with http:// or https://");
         }
         self.validate_hosts()?;
+        if !self.stripe_secret_key.is_empty() {
+            for (name, value) in [
+                ("AQS_STRIPE_WEBHOOK_SECRET", self.stripe_webhook_secret.expose()),
+                ("AQS_STRIPE_PRICE_PAYLOAD_10MIB", &self.stripe_price_payload_10mib),
+                ("AQS_STRIPE_PRICE_PAYLOAD_50MIB", &self.stripe_price_payload_50mib),
+            ] {
+                if value.is_empty() {
+                    bail!("{name} is not set (AQS_STRIPE_SECRET_KEY turns billing on, which needs it)");
+                }
+            }
+        }
         Ok(())
     }
 
@@ -272,6 +298,11 @@ impl Config {
             cert_encryption_key: Secret::new(""),
             cert_renew_fraction: DEFAULTS.cert_renew_fraction,
             host_recheck_seconds: DEFAULTS.host_recheck_seconds,
+            stripe_secret_key: Secret::default(),
+            stripe_webhook_secret: Secret::default(),
+            stripe_api_base: String::new(),
+            stripe_price_payload_10mib: String::new(),
+            stripe_price_payload_50mib: String::new(),
         }
     }
 }
@@ -294,6 +325,9 @@ mod tests {
         config.roles = "data".into();
         config.database_url = Secret::new("");
         assert!(config.validate().is_ok(), "the data role alone needs no PostgreSQL");
+        config = Config::for_tests("postgres://x", "redis://x", "t");
+        config.stripe_secret_key = Secret::new("sk_test_x");
+        assert!(config.validate().unwrap_err().to_string().contains("AQS_STRIPE_WEBHOOK_SECRET"));
     }
 
     #[test]

@@ -56,6 +56,12 @@ pub enum ApiError {
     RateLimited { message: String, retry_after_secs: u64 },
     #[error("{message}")]
     ServiceUnavailable { message: String, retry_after_secs: u64 },
+    /// A paid add-on needs a payment method first: `setup_url` collects one.
+    #[error("{message}")]
+    PaymentRequired { message: String, setup_url: String },
+    /// A smaller payload size while `count` stored messages are larger than it.
+    #[error("{message}")]
+    OversizedMessagesStored { message: String, count: u64 },
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
@@ -95,6 +101,8 @@ impl ApiError {
             Self::StorageLimitReached(_) => StatusCode::INSUFFICIENT_STORAGE,
             Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::ServiceUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::PaymentRequired { .. } => StatusCode::PAYMENT_REQUIRED,
+            Self::OversizedMessagesStored { .. } => StatusCode::CONFLICT,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -120,6 +128,8 @@ impl ApiError {
             Self::QueueLimitReached(_) => "queue_limit_reached",
             Self::RateLimited { .. } => "rate_limited",
             Self::ServiceUnavailable { .. } => "service_unavailable",
+            Self::PaymentRequired { .. } => "payment_required",
+            Self::OversizedMessagesStored { .. } => "oversized_messages_stored",
             Self::Internal(_) => "internal",
         }
     }
@@ -201,6 +211,12 @@ impl IntoResponse for ApiError {
         if let Self::InBatch { index, .. } = &self {
             body["index"] = json!(index);
         }
+        if let Self::PaymentRequired { setup_url, .. } = &self {
+            body["setup_url"] = json!(setup_url);
+        }
+        if let Self::OversizedMessagesStored { count, .. } = &self {
+            body["count"] = json!(count);
+        }
         let mut response = (status, Json(&body)).into_response();
         response.extensions_mut().insert(ErrorBody(body));
         if let Some(secs) = self.retry_after() {
@@ -268,6 +284,14 @@ mod tests {
             }
         });
         assert_eq!(counting.0.load(std::sync::atomic::Ordering::Relaxed), 0, "the caller logs, once");
+    }
+
+    #[test]
+    fn billing_errors_carry_their_fields() {
+        let err = ApiError::OversizedMessagesStored { message: "m".into(), count: 2 };
+        assert_eq!((err.status(), err.code()), (StatusCode::CONFLICT, "oversized_messages_stored"));
+        let err = ApiError::PaymentRequired { message: "m".into(), setup_url: "https://x".into() };
+        assert_eq!((err.status(), err.code()), (StatusCode::PAYMENT_REQUIRED, "payment_required"));
     }
 
     #[test]

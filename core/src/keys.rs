@@ -17,6 +17,7 @@
 //! | `NS:{q:ID}:idem:<key>` | string | idempotency record |
 //! | `NS:{q:ID}:idem_ix` | zset | idempotency key → when its record expires (ms; +inf while its message is stored) |
 //! | `NS:{q:ID}:stats` | hash | stored bytes and per-UTC-day counters |
+//! | `NS:{q:ID}:large` | zset | message id → body bytes, only for stored messages over 1 MiB (payload add-on downgrades) |
 //! | `NS:{q:ID}:budget` | hash | replica id → its storage lease, `bytes:expires_ms` |
 //! | `NS:{q:ID}:wake` | channel | published to when a message becomes ready and a long poll may wait |
 //! | `NS:{q:ID}:tokens_used` | hash | token id → last use (ms) |
@@ -182,6 +183,11 @@ impl QueueKeys {
     pub fn stats(&self) -> String {
         self.key("stats")
     }
+    /// Stored messages whose body is over 1 MiB (message id → body bytes), so a downgrade of the
+    /// payload size can count what is still too large without reading any message.
+    pub fn large(&self) -> String {
+        self.key("large")
+    }
     /// The replicas' storage budget leases (the data plane's `budget.lua`).
     pub fn budget(&self) -> String {
         self.key("budget")
@@ -246,6 +252,7 @@ mod tests {
             keys.wake(),
             keys.push(),
             keys.push_log(),
+            keys.large(),
         ] {
             assert!(key.starts_with(&format!("aqs:{tag}:")), "{key}");
         }

@@ -21,6 +21,8 @@ mod health;
 mod hostile;
 #[path = "api/idempotency_index.rs"]
 mod idempotency_index;
+#[path = "api/large_messages.rs"]
+mod large_messages;
 #[path = "api/leases.rs"]
 mod leases;
 #[path = "api/longpoll.rs"]

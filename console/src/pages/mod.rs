@@ -4,6 +4,8 @@
 
 pub(crate) mod admin_hosts;
 pub(crate) mod auth;
+pub(crate) mod billing;
+pub(crate) mod billing_admin;
 pub(crate) mod callback_urls;
 pub(crate) mod create_queue;
 pub(crate) mod dead_letters;

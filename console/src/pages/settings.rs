@@ -11,8 +11,10 @@ use crate::flash;
 use crate::layout::Chrome;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
+use aqs_control_plane::billing::account;
 use aqs_control_plane::slug::Slug;
 use aqs_control_plane::{Queue, QueueChanges, queues};
+use aqs_core::ApiError;
 use aqs_core::limits::{MAX_ATTEMPTS_MAX, MIB, STORAGE_MAX, STORAGE_MIN, VISIBILITY_MAX_SECS};
 use askama::Template;
 use askama_web::WebTemplate;
@@ -36,6 +38,24 @@ pub(crate) struct SettingsPage {
     attempts_max: u32,
     storage_min_mib: u64,
     storage_max_mib: u64,
+    /// Monthly prices of the paid sizes; empty when billing is off (then they are free).
+    prices: Vec<AddOnPrice>,
+}
+
+pub(crate) struct AddOnPrice {
+    mib: u64,
+    price: String,
+}
+
+async fn prices(state: &ConsoleState) -> Vec<AddOnPrice> {
+    account::add_on_prices(state.control())
+        .await
+        .into_iter()
+        .map(|(size, cents)| AddOnPrice {
+            mib: size / MIB,
+            price: cents.map(crate::format::cents).unwrap_or_else(|| "price unavailable".into()),
+        })
+        .collect()
 }
 
 impl SettingsPage {
@@ -54,6 +74,7 @@ impl SettingsPage {
             attempts_max: MAX_ATTEMPTS_MAX,
             storage_min_mib: STORAGE_MIN / MIB,
             storage_max_mib: STORAGE_MAX / MIB,
+            prices: Vec::new(),
         }
     }
 }
@@ -64,7 +85,9 @@ pub(crate) async fn show(
     PagePath(slug): PagePath<Slug>,
 ) -> PageResult<SettingsPage> {
     let queue = load_queue(&state, &member, &slug).await?;
-    Ok(SettingsPage::new(&member, &queue))
+    let mut page = SettingsPage::new(&member, &queue);
+    page.prices = prices(&state).await;
+    Ok(page)
 }
 
 pub(crate) async fn update(
@@ -87,6 +110,10 @@ pub(crate) async fn update(
     {
         errors.add("storage_limit", format!("must be between {min} and {} MiB", crate::format::count(max)));
     }
+    let billed = state.control().billing().is_some();
+    if billed && payload.is_some_and(|size| size > queue.payload_size) && form.get("confirm_add_on") != "yes" {
+        errors.add("payload_size", "tick the box to confirm the monthly add-on price".to_owned());
+    }
     if errors.is_empty() {
         let changes = QueueChanges {
             name: None,
@@ -96,14 +123,17 @@ pub(crate) async fn update(
             storage_limit: storage_mib.map(|mib| mib * MIB),
         };
         match queues::update(state.control(), member.id, &slug, changes).await {
-            Ok(_) => {
-                return Ok(flash::redirect(
-                    &state,
-                    member.secure,
-                    &format!("/queues/{slug}/settings"),
-                    "Settings saved.",
-                ));
+            Ok(saved) => {
+                let message = if payload.is_some_and(|size| size > saved.payload_size) {
+                    "Settings saved. The add-on is waiting for Stripe: the larger size applies as soon as it is confirmed."
+                } else {
+                    "Settings saved."
+                };
+                return Ok(flash::redirect(&state, member.secure, &format!("/queues/{slug}/settings"), message));
             }
+            // No card on file: through Stripe Checkout, which brings the member back to Billing.
+            Err(ApiError::PaymentRequired { setup_url, .. }) => return Ok(flash::see_other(&setup_url)),
+            Err(ApiError::OversizedMessagesStored { message, .. }) => errors.add("payload_size", message),
             Err(err) => errors = FieldErrors::from_api(err, &FIELDS)?,
         }
     }
@@ -113,6 +143,7 @@ pub(crate) async fn update(
     page.payload_options = payload_options(payload.unwrap_or(queue.payload_size));
     page.storage_mib = form.get("storage_limit_mib").trim().to_owned();
     page.errors = errors;
+    page.prices = prices(&state).await;
     Ok((INVALID, page).into_response())
 }
 

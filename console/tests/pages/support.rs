@@ -34,18 +34,24 @@ pub async fn spawn_console_delivering(db: PgPool) -> TestConsole {
 
 /// With its DNS checks (domains, custom hosts) asking `dns_servers` (`ip:port`).
 pub async fn spawn_console_with_dns(db: PgPool, dns_servers: &str) -> TestConsole {
-    spawn_with(db, false, dns_servers).await
+    let dns_servers = dns_servers.to_owned();
+    spawn_adjusted(db, false, move |config| config.dns_servers = dns_servers).await
+}
+
+/// With settings changed by `adjust` (billing's Stripe settings, say).
+pub async fn spawn_console_with(db: PgPool, adjust: impl FnOnce(&mut Config)) -> TestConsole {
+    spawn_adjusted(db, false, adjust).await
 }
 
 async fn spawn(db: PgPool, background: bool) -> TestConsole {
-    spawn_with(db, background, "").await
+    spawn_adjusted(db, background, |_| {}).await
 }
 
-async fn spawn_with(db: PgPool, background: bool, dns_servers: &str) -> TestConsole {
+async fn spawn_adjusted(db: PgPool, background: bool, adjust: impl FnOnce(&mut Config)) -> TestConsole {
     let namespace = aqs_testkit::namespace();
     let mut config = Config::for_tests("", &redis_url(), &namespace);
     config.operator_emails = OPERATOR.into();
-    config.dns_servers = dns_servers.into();
+    adjust(&mut config);
     let redis = redis_conn::connect(&config.redis_urls()).await.expect("test Redis");
     let cp = ControlPlane::new(&config, db, redis.clone()).await.expect("control plane");
     let dp = DataPlane::new(&config, redis).await.expect("data plane");

@@ -3,6 +3,7 @@
 
 mod admin;
 mod auth;
+mod billing;
 mod hosts;
 mod path;
 mod push;
@@ -40,6 +41,12 @@ pub fn router(state: ControlPlane) -> Router {
         .route("/api/v1/hosts/{id}/check", post(hosts::check_host))
         .route("/api/v1/admin/hosts", get(hosts::admin_list))
         .route("/api/v1/admin/hosts/{id}/check", post(hosts::admin_check))
+        .route("/api/v1/billing", get(billing::get))
+        .route("/api/v1/billing/setup", post(billing::setup))
+        .route("/api/v1/billing/portal", post(billing::portal))
+        .route("/api/v1/billing/budget", put(billing::budget))
+        .route("/api/v1/billing/webhook", post(billing::webhook))
+        .route("/api/v1/admin/billing", get(billing::admin_list))
         // Every route here needs PostgreSQL: while it is down they answer 503 without waiting.
         .layer(middleware::from_fn_with_state(state.clone(), crate::database::require_database))
         .with_state(state)

@@ -48,13 +48,21 @@ pub(super) async fn get(
     Ok(ApiJson(QueueBody { queue: queues::get(&cp, member.id(), &slug).await? }))
 }
 
+/// 200 with the queue as changed; 202 when a larger payload size waits for Stripe (the queue
+/// still shows the old size, and `GET /api/v1/billing` lists the add-on as `pending`).
 pub(super) async fn update(
     State(cp): State<ControlPlane>,
     member: AuthMember,
     ApiPath(slug): ApiPath<Slug>,
     ApiJson(changes): ApiJson<QueueChanges>,
-) -> ApiResult<ApiJson<QueueBody>> {
-    Ok(ApiJson(QueueBody { queue: queues::update(&cp, member.id(), &slug, changes).await? }))
+) -> ApiResult<(StatusCode, ApiJson<QueueBody>)> {
+    let requested = changes.payload_size;
+    let queue = queues::update(&cp, member.id(), &slug, changes).await?;
+    let status = match requested {
+        Some(size) if size > queue.payload_size => StatusCode::ACCEPTED,
+        _ => StatusCode::OK,
+    };
+    Ok((status, ApiJson(QueueBody { queue })))
 }
 
 pub(super) async fn delete(

@@ -1,7 +1,7 @@
 //! The message engine: the one place that talks to Redis about messages. Every operation is one
 //! Lua script (`scripts/*.lua`, one per operation) run with one EVALSHA; purges and replays of a
 //! whole queue run the same script in bounded chunks so Redis is never blocked for long. Every
-//! script but the two publish scripts gets the thirteen standard keys and the `common.lua` prelude;
+//! script but the two publish scripts gets the fourteen standard keys and the `common.lua` prelude;
 //! publish, the hot path, stands alone with the keys it touches (`publish_one.lua` for one plain
 //! message, `publish.lua` for the rest).
 //!
@@ -25,6 +25,10 @@
 //! - `idem:<key>`: `id:fingerprint:published:available`, no TTL while the message is stored;
 //!   `idem_ix`: every record's key with its expiry (+inf while stored), so that deleting the queue
 //!   (`drop_queue.lua`) finds them, and the sweeper drops the expired ones from it.
+//! - `large`: zset message id → body bytes of every stored message over 1 MiB (`large.rs`), so a
+//!   payload-size downgrade can count what is still too large. publish.lua adds (publish_one.lua
+//!   never sees such a message: the engine routes it to publish.lua); ack, purge and the DLQ purge
+//!   remove, after one EXISTS per call; moves between stream, delayed and dlq leave it alone.
 //!
 //! # The life of a message
 //!
@@ -73,6 +77,7 @@ mod budget;
 mod consume;
 mod dead_letters;
 mod extend;
+mod large;
 mod ledger;
 mod lifecycle;
 mod publish;
@@ -139,7 +144,7 @@ impl Engine {
         self.conn.clone()
     }
 
-    /// Starts an invocation of `script` with the thirteen standard queue keys (`common.lua`).
+    /// Starts an invocation of `script` with the fourteen standard queue keys (`common.lua`).
     fn invocation<'a>(&self, script: &'a Script, queue: QueueId) -> ScriptInvocation<'a> {
         let q = self.keys.queue(queue);
         let mut inv = script.prepare_invoke();
@@ -155,7 +160,8 @@ impl Engine {
             .key(q.stats())
             .key(q.wake())
             .key(q.idempotency_prefix())
-            .key(q.idempotency_index());
+            .key(q.idempotency_index())
+            .key(q.large());
         inv
     }
 

@@ -6,6 +6,7 @@ use super::budget::Drawn;
 use super::reply::{Reply, Status};
 use aqs_core::error::ApiResult;
 use aqs_core::ids::{MessageId, QueueId};
+use aqs_core::limits::MIB;
 use aqs_core::time::utc_day;
 use sha2::{Digest, Sha256};
 
@@ -36,6 +37,12 @@ impl NewMessage {
     /// What the message counts against the storage limit: body plus attributes.
     pub fn stored_bytes(&self) -> u64 {
         (self.body.len() + self.attributes.len()) as u64
+    }
+
+    /// Over the included 1 MiB: `publish.lua` records it in the queue's `large` set (publish_one,
+    /// the small-message hot path, never looks at that set).
+    fn is_large(&self) -> bool {
+        self.body.len() as u64 > MIB
     }
 
     fn is_plain(&self) -> bool {
@@ -76,6 +83,7 @@ impl Engine {
     pub async fn publish(&self, queue: QueueId, messages: &[NewMessage], now_ms: u64) -> ApiResult<PublishOutcome> {
         if let [message] = messages
             && message.is_plain()
+            && !message.is_large()
         {
             return self.publish_one(queue, message, now_ms).await;
         }
@@ -104,14 +112,14 @@ impl Engine {
         now_ms: u64,
         my_lease: Option<i64>,
     ) -> ApiResult<PublishOutcome> {
-        // publish.lua takes only the keys it touches (see its header), not the standard thirteen.
+        // publish.lua takes only the keys it touches (see its header), not the standard fourteen.
         let q = self.keys.queue(queue);
         let mut inv = self.scripts.publish.prepare_invoke();
         inv.key(q.meta()).key(q.stream()).key(q.delayed()).key(q.delayed_messages()).key(q.stats()).key(q.wake());
-        inv.key(q.budget()).key(q.idempotency_index());
+        inv.key(q.budget()).key(q.idempotency_index()).key(q.large());
         inv.arg(now_ms).arg(utc_day(now_ms)).arg(messages.len()).arg(q.idempotency_prefix().len());
         inv.arg(self.replica.as_ref()).arg(my_lease.map(|lease| lease.to_string()).unwrap_or_default());
-        let mut key_index = 8;
+        let mut key_index = 9;
         for message in messages {
             inv.arg(MessageId::new().to_string())
                 .arg(message.body.as_slice())

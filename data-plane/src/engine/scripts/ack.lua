@@ -1,5 +1,5 @@
 -- ack.lua: acknowledges deliveries: the message is deleted.
--- KEYS: the thirteen queue keys (common.lua).
+-- KEYS: the fourteen queue keys (common.lua).
 -- ARGV: now_ms, utc_day, count, then per receipt 6 values: stream id, message id, delivery number,
 --       then the receipt's hint (version 2 receipts, HMAC'd with the rest): the entry's delivery
 --       base n ('' = no hint: read the entry), accounted bytes sz, has an idempotency key (1/0).
@@ -53,7 +53,7 @@ local function pending(sid)
 end
 
 local any_backoff = redis.call('ZCARD', K_BACKOFF) > 0
-local sids, seen, acked, freed = {}, {}, 0, 0
+local sids, mids, seen, acked, freed = {}, {}, {}, 0, 0
 for i = 0, count - 1 do
   local base = 4 + i * 6
   local sid, mid, delivery, n = ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2]), ARGV[base + 3]
@@ -73,6 +73,7 @@ for i = 0, count - 1 do
   if ok then
     seen[sid] = true
     sids[#sids + 1] = sid
+    mids[#mids + 1] = mid
     if e then release_idem(e, now) end
     freed = freed + tonumber(sz)
     acked = acked + 1
@@ -86,6 +87,8 @@ if acked > 0 then
   redis.call('XDEL', K_STREAM, unpack(sids))
   redis.call('ZREM', K_LEASE, unpack(sids))
   redis.call('HDEL', K_ERRORS, unpack(sids))
+  -- The receipt's message id is HMAC'd with its stream id: it names the entry just deleted.
+  forget_large(mids)
 end
 if freed > 0 then redis.call('HINCRBY', K_STATS, 'bytes', -freed) end
 bump('ack:', day, acked)

@@ -1,7 +1,7 @@
 -- common.lua: prepended to every script by scripts.rs (Lua scripts cannot include each other).
 --
 -- Every queue script but publish.lua and publish_one.lua (which stand alone, see their headers)
--- receives the same thirteen queue keys, in this order (Engine::invocation builds them from
+-- receives the same fourteen queue keys, in this order (Engine::invocation builds them from
 -- core::keys); a script may ignore some. All share the hash tag {q:ID}.
 --   KEYS[1]  meta       hash   projected settings, and 'w': until when (ms) a long poll may wait
 --                              (publishes PUBLISH on wake only until then; see mark_waiting)
@@ -20,6 +20,11 @@
 --   KEYS[12] idem:      prefix of the idempotency keys (the user's key is appended)
 --   KEYS[13] idem_ix    zset   idempotency key -> when its record expires (ms; inf while its
 --                              message is stored): how deleting the queue finds its records
+--   KEYS[14] large      zset   message id -> body bytes, only for stored bodies over 1 MiB: what a
+--                              payload-size downgrade must wait for. A message keeps its member
+--                              while it moves (stream, delayed, dlq); every delete removes it
+--                              (forget_large), asking once per call whether the zset exists, so
+--                              queues of small messages pay one EXISTS per delete script.
 -- Entries (stream, delayed, dlq) are version 1 records: v, id, b (body), ct, a (attributes JSON),
 -- g (group id, optional), pa (published ms), ik (idempotency key, optional), n (deliveries before
 -- this entry was written: the PEL counter restarts on every XADD), sz (accounted bytes).
@@ -27,7 +32,7 @@
 local K_META, K_STREAM, K_LEASE, K_BACKOFF = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_DELAYED, K_DELAYED_M, K_DLQ, K_DLQ_IX = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local K_ERRORS, K_STATS, K_WAKE, K_IDEM = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
-local K_IDEM_IX = KEYS[13]
+local K_IDEM_IX, K_LARGE = KEYS[13], KEYS[14]
 local IDEM_MS = 86400000
 local WAIT_GRACE_MS = 1000
 
@@ -135,6 +140,11 @@ local function release_idem(e, now)
     redis.call('DEL', key)
     redis.call('ZREM', K_IDEM_IX, e.ik)
   end
+end
+
+-- The messages `ids` left storage: they no longer hold the queue to a large payload size.
+local function forget_large(ids)
+  if #ids > 0 and redis.call('EXISTS', K_LARGE) == 1 then redis.call('ZREM', K_LARGE, unpack(ids)) end
 end
 
 -- Moves a leased stream entry to the dead-letter queue. Its bytes stay counted.

@@ -1,5 +1,5 @@
 -- dlq_list.lua: lists dead letters, oldest first, with a body preview (read only).
--- KEYS: the thirteen queue keys (common.lua).
+-- KEYS: the fourteen queue keys (common.lua).
 -- ARGV: limit, preview bytes.
 -- Returns {'ok', then per dead letter 9 values: message id, reason, attempts, dead-at ms,
 --          body preview, body bytes, content type, published ms, group id or ''} or {'no_queue'}.

@@ -1,11 +1,11 @@
 -- dlq_purge.lua: deletes dead letters for good.
--- KEYS: the thirteen queue keys (common.lua).
+-- KEYS: the fourteen queue keys (common.lua).
 -- ARGV: now_ms, then 'all' and a requested chunk size (Rust calls again while a call handles a
 --       full chunk), or 'ids' followed by message ids.
 -- Returns {deleted, chunk size used}.
 local now = tonumber(ARGV[1])
 local targets, limit = dead_letter_targets(2)
-local n, freed = 0, 0
+local n, freed, ids = 0, 0, {}
 for _, dsid in ipairs(targets) do
   local e = entry(K_DLQ, dsid)
   if e then
@@ -14,7 +14,9 @@ for _, dsid in ipairs(targets) do
     release_idem(e, now)
     freed = freed + tonumber(e.sz)
     n = n + 1
+    ids[n] = e.id
   end
 end
 if freed > 0 then redis.call('HINCRBY', K_STATS, 'bytes', -freed) end
+forget_large(ids)
 return { n, limit }

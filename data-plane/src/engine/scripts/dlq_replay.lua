@@ -1,6 +1,6 @@
 -- dlq_replay.lua: moves dead letters back to the queue with their attempts reset: same message
 -- id, a new stream entry. Stored bytes do not change.
--- KEYS: the thirteen queue keys (common.lua).
+-- KEYS: the fourteen queue keys (common.lua).
 -- ARGV: 'all' and a requested chunk size (the oldest dead letters; Rust calls again while a call
 --       handles a full chunk), or 'ids' followed by message ids.
 -- Returns {replayed, chunk size used}.

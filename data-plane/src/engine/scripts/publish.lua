@@ -1,10 +1,10 @@
 -- publish.lua: stores a batch, or one message with an idempotency key or a delay, atomically (all
 -- or none); one plain message goes to publish_one.lua. A hot path too, so it runs without
--- common.lua (whose thirteen KEYS and helpers cost more than this body) and takes only the keys it
+-- common.lua (whose fourteen KEYS and helpers cost more than this body) and takes only the keys it
 -- touches; budget.lua is prepended.
 -- KEYS[1] meta, KEYS[2] stream, KEYS[3] delayed, KEYS[4] delayed:m, KEYS[5] stats, KEYS[6] wake
---       (as in common.lua), KEYS[7] budget, KEYS[8] idem_ix (common.lua's KEYS[13]), then
---       KEYS[9..]: the idempotency keys of the entries that have one.
+--       (as in common.lua), KEYS[7] budget, KEYS[8] idem_ix, KEYS[9] large (common.lua's KEYS[13]
+--       and KEYS[14]), then KEYS[10..]: the idempotency keys of the entries that have one.
 -- ARGV: now_ms, utc_day, count, length of the idempotency key prefix, replica id, this replica's
 --       storage lease when it gives part of it back first ('' = as recorded), then per message 9
 --       values:
@@ -17,7 +17,8 @@
 -- Stream entries leave out what common.lua's `complete` derives (v, n, sz, and ct and a at their
 -- defaults); delayed ones are whole records (common.lua's entry_args).
 local K_META, K_STREAM, K_DELAYED, K_DELAYED_M, K_STATS, K_WAKE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local K_BUDGET, K_IDEM_IX = KEYS[7], KEYS[8]
+local K_BUDGET, K_IDEM_IX, K_LARGE = KEYS[7], KEYS[8], KEYS[9]
+local LARGE = 1048576
 local now, day, count, idem_prefix = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local me, my_lease = ARGV[5], ARGV[6]
 local meta = redis.call('HMGET', K_META, 'v', 'paused', 'payload_limit', 'storage_limit', 'w')
@@ -114,6 +115,8 @@ for i = 0, count - 1 do
       if ik then args[#args + 1] = 'ik'; args[#args + 1] = ik end
       xadd_ready(args)
     end
+    -- Counted while stored, wherever it moves, so a payload downgrade can wait for it (common.lua).
+    if #ARGV[base + 1] > LARGE then redis.call('ZADD', K_LARGE, #ARGV[base + 1], id) end
     written = written + 1
     out[#out + 1] = 0; out[#out + 1] = id; out[#out + 1] = now; out[#out + 1] = now + delay
   end

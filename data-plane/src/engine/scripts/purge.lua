@@ -1,13 +1,13 @@
 -- purge.lua: deletes up to `limit` waiting ready messages: due leases (expired, or released by a
 -- nack and due) and never-delivered entries. Messages under a live lease and delayed messages stay.
 -- Called repeatedly by Rust while it deletes a full chunk, so Redis is never blocked long.
--- KEYS: the thirteen queue keys (common.lua).
+-- KEYS: the fourteen queue keys (common.lua).
 -- ARGV: now_ms, requested chunk size.
 -- Returns {deleted, chunk size used}.
 local now, limit = tonumber(ARGV[1]), chunk_size(tonumber(ARGV[2]))
 local last = last_delivered()
 if not last then return { 0, limit } end
-local n, freed = 0, 0
+local n, freed, ids = 0, 0, {}
 local function drop(sid, e)
   redis.call('XACK', K_STREAM, 'g', sid)
   redis.call('XDEL', K_STREAM, sid)
@@ -17,6 +17,7 @@ local function drop(sid, e)
   release_idem(e, now)
   freed = freed + tonumber(e.sz)
   n = n + 1
+  ids[n] = e.id
 end
 for _, sid in ipairs(redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 0, limit)) do
   local e = entry(K_STREAM, sid)
@@ -28,4 +29,5 @@ if n < limit then
   end
 end
 if freed > 0 then redis.call('HINCRBY', K_STATS, 'bytes', -freed) end
+forget_large(ids)
 return { n, limit }

@@ -2,7 +2,7 @@
 -- delivery is not counted (the PEL counter goes back by one) and the message is due at once. A
 -- push dispatcher stopped between leasing and sending uses it, so a changed target gets the
 -- message now, with the attempts it had, instead of after the lease runs out with one more.
--- KEYS: the thirteen queue keys (common.lua).
+-- KEYS: the fourteen queue keys (common.lua).
 -- ARGV: now_ms, utc_day, count, then per receipt 3 values: stream id, message id, delivery number.
 -- Returns one integer per receipt: 1 handed back, 0 lease lost.
 local now, day, count = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])

@@ -1,6 +1,6 @@
 -- sweep.lua: the timers of one queue, run about once a second by every data-plane replica (safe
 -- concurrently: each call is atomic and idempotent).
--- KEYS: the thirteen queue keys (common.lua), then KEYS[14] budget (budget.lua is prepended too).
+-- KEYS: the fourteen queue keys (common.lua), then KEYS[15] budget (budget.lua is prepended too).
 -- ARGV: now_ms, limit per kind, prune_before_day (YYYYMMDD; '0' = do not prune).
 -- Returns {promoted, dead_lettered} or {'no_queue'}.
 local now, limit, prune_before = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -43,7 +43,7 @@ end
 -- exact again once the queue holds nothing and no lease is out: what an expired lease added beyond
 -- what was stored is forgotten there. (No bytes held means no lease out: set_lease deletes an
 -- empty one.)
-local K_BUDGET = KEYS[14]
+local K_BUDGET = KEYS[15]
 if leases_held(K_BUDGET, K_STATS, now, '') == 0 and redis.call('XLEN', K_STREAM) == 0
     and redis.call('ZCARD', K_DELAYED) == 0 and redis.call('XLEN', K_DLQ) == 0 then
   local bytes = redis.call('HGET', K_STATS, 'bytes')

@@ -1,0 +1,214 @@
+//! The billing outbox: every Stripe write happens here, never in a request's own code path.
+//!
+//! A row says "bring this member's subscription in line with `queue_add_ons`", written in the
+//! same transaction as the change that needs it. `sync` takes the member's `billing_accounts`
+//! row `FOR UPDATE` (the loop uses `SKIP LOCKED`: a member another replica is syncing is left to
+//! it), reads what the member should pay for from PostgreSQL and what Stripe has now, asks the
+//! pure `plan` for the writes, and sends each with the idempotency key `aqs-<row>-<write hash>`:
+//! a retry after a lost answer is the same request, so Stripe answers it again instead of
+//! charging twice. Success marks every row of the member up to the one read at the start; a
+//! failure pushes them back with exponential backoff (2 s doubling, at most 5 min).
+
+use super::Billing;
+use super::plan::{self, Desired};
+use crate::db_error::db_error;
+use crate::members::MemberId;
+use crate::projection;
+use crate::queues::{COLUMNS, QueueRow};
+use crate::state::ControlPlane;
+use anyhow::Context;
+use aqs_core::ApiResult;
+use sha2::{Digest, Sha256};
+use sqlx::PgConnection;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// How often the loop looks for due rows when nothing wakes it.
+const POLL: Duration = Duration::from_secs(1);
+const BACKOFF_CAP_SECS: i64 = 300;
+
+/// Queues a sync of `member`'s subscription.
+pub(crate) async fn enqueue(tx: &mut PgConnection, member: MemberId, reason: &str) -> ApiResult<()> {
+    sqlx::query("INSERT INTO billing_outbox (member_id, reason) VALUES ($1, $2)")
+        .bind(member.as_uuid())
+        .bind(reason)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+    Ok(())
+}
+
+/// How a sync ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Synced {
+    /// Stripe matches `queue_add_ons`.
+    Done,
+    /// Another sync of this member is running (the loop skips it).
+    Busy,
+    /// Nothing was due.
+    Idle,
+}
+
+/// Syncs `member` now, waiting for a sync already running. On failure the member's rows are
+/// retried later by the loop.
+pub async fn sync_now(cp: &ControlPlane, member: MemberId) -> anyhow::Result<Synced> {
+    run_sync(cp, member, false).await
+}
+
+async fn run_sync(cp: &ControlPlane, member: MemberId, skip_locked: bool) -> anyhow::Result<Synced> {
+    let Some(billing) = cp.billing() else { return Ok(Synced::Idle) };
+    match sync(cp, billing, member, skip_locked).await {
+        Ok(outcome) => Ok(outcome),
+        Err(err) => {
+            let message = format!("{err:#}");
+            tracing::warn!(member = %member.as_uuid(), error = %message, "billing sync failed; will retry");
+            sqlx::query(
+                "UPDATE billing_outbox SET attempts = attempts + 1, last_error = $2,
+                        next_attempt_at = now() + make_interval(secs => LEAST(power(2, attempts + 1), $3))
+                 WHERE member_id = $1 AND done_at IS NULL",
+            )
+            .bind(member.as_uuid())
+            .bind(message.chars().take(500).collect::<String>())
+            .bind(BACKOFF_CAP_SECS as f64)
+            .execute(cp.db())
+            .await?;
+            Err(err)
+        }
+    }
+}
+
+async fn sync(cp: &ControlPlane, billing: &Billing, member: MemberId, skip_locked: bool) -> anyhow::Result<Synced> {
+    let mut tx = cp.db().begin().await?;
+    // Creates the account row if needed so there is always a row to lock.
+    sqlx::query("INSERT INTO billing_accounts (member_id) VALUES ($1) ON CONFLICT (member_id) DO NOTHING")
+        .bind(member.as_uuid())
+        .execute(&mut *tx)
+        .await?;
+    let lock = if skip_locked { "FOR UPDATE SKIP LOCKED" } else { "FOR UPDATE" };
+    let account: Option<(Option<String>, Option<String>)> = sqlx::query_as(&format!(
+        "SELECT customer_id, payment_method_id FROM billing_accounts WHERE member_id = $1 {lock}"
+    ))
+    .bind(member.as_uuid())
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((customer, payment_method)) = account else { return Ok(Synced::Busy) };
+    let up_to: Option<i64> =
+        sqlx::query_scalar("SELECT max(id) FROM billing_outbox WHERE member_id = $1 AND done_at IS NULL")
+            .bind(member.as_uuid())
+            .fetch_one(&mut *tx)
+            .await?;
+    let Some(up_to) = up_to else { return Ok(Synced::Idle) };
+    let desired = desired(&mut tx, billing, member).await?;
+    if let Some(customer) = customer {
+        let current = billing.stripe().live_subscription(&customer).await?;
+        let writes = plan::plan(&desired, current.as_ref());
+        let mut subscription = current.map(|c| (c.subscription_id, "active".to_owned()));
+        for write in &writes {
+            let key = format!("aqs-{up_to}-{}", &hex::encode(Sha256::digest(write.fingerprint()))[..24]);
+            if let Some(state) = billing
+                .stripe()
+                .apply(write, &customer, payment_method.as_deref(), &key)
+                .await
+                .with_context(|| format!("stripe write {write:?}"))?
+            {
+                subscription = Some(state);
+            }
+        }
+        if !writes.is_empty() {
+            let (id, status) = subscription.map(|(id, status)| (Some(id), Some(status))).unwrap_or((None, None));
+            sqlx::query(
+                "UPDATE billing_accounts SET subscription_id = $2, subscription_status = COALESCE($3, subscription_status),
+                        cancelled_for_nonpayment_at = CASE WHEN $3 = 'active' THEN NULL ELSE cancelled_for_nonpayment_at END,
+                        updated_at = now()
+                 WHERE member_id = $1",
+            )
+            .bind(member.as_uuid())
+            .bind(id)
+            .bind(status)
+            .execute(&mut *tx)
+            .await?;
+        }
+    } else if !desired.is_empty() {
+        anyhow::bail!("member has add-ons but no Stripe customer");
+    }
+    sqlx::query("UPDATE billing_outbox SET done_at = now() WHERE member_id = $1 AND id <= $2 AND done_at IS NULL")
+        .bind(member.as_uuid())
+        .bind(up_to)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    apply_paid_sizes(cp, member).await.map_err(|err| anyhow::anyhow!("{err}"))?;
+    Ok(Synced::Done)
+}
+
+/// Price id → the member's live queues on it (ids sorted, for stable metadata).
+async fn desired(tx: &mut PgConnection, billing: &Billing, member: MemberId) -> anyhow::Result<Desired> {
+    let rows: Vec<(Uuid, i64)> = sqlx::query_as(
+        "SELECT a.queue_id, a.payload_size FROM queue_add_ons a JOIN queues q ON q.id = a.queue_id
+         WHERE a.member_id = $1 AND q.deleted_at IS NULL ORDER BY a.queue_id",
+    )
+    .bind(member.as_uuid())
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut desired = Desired::new();
+    for (queue, size) in rows {
+        let price = billing.price_for(size as u64).context("an add-on row without a price")?;
+        desired.entry(price.to_owned()).or_default().push(queue.simple().to_string());
+    }
+    Ok(desired)
+}
+
+/// Raises every queue whose add-on Stripe now has to the size paid for, and projects it.
+pub(crate) async fn apply_paid_sizes(cp: &ControlPlane, member: MemberId) -> ApiResult<()> {
+    let rows = sqlx::query_as::<_, QueueRow>(&format!(
+        "UPDATE queues q SET payload_size = a.payload_size, revision = q.revision + 1, updated_at = now()
+         FROM queue_add_ons a
+         WHERE a.queue_id = q.id AND q.member_id = $1 AND q.deleted_at IS NULL AND q.payload_size < a.payload_size
+         RETURNING {}",
+        COLUMNS.split(", ").map(|c| format!("q.{}", c.trim())).collect::<Vec<_>>().join(", ")
+    ))
+    .bind(member.as_uuid())
+    .fetch_all(cp.db())
+    .await
+    .map_err(db_error)?;
+    for row in rows {
+        let queue = row.into_queue(cp.public_url());
+        tracing::info!(queue = %queue.id, payload_size = queue.payload_size, "payload add-on active");
+        projection::update_queue(&mut cp.redis(), cp.keys(), &queue.meta()).await.map_err(projection::failed)?;
+    }
+    Ok(())
+}
+
+/// Works off due rows until `cancel`: woken by new rows, and once a second for retries.
+pub async fn run(cp: ControlPlane, cancel: CancellationToken) {
+    let Some(billing) = cp.billing() else { return };
+    let kick = billing.kick.clone();
+    loop {
+        if let Err(err) = work_due(&cp).await {
+            tracing::warn!(error = %err, "billing outbox pass failed");
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = kick.notified() => {}
+            _ = tokio::time::sleep(POLL) => {}
+        }
+    }
+}
+
+/// One pass over the members with due rows.
+pub async fn work_due(cp: &ControlPlane) -> ApiResult<()> {
+    let members: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT DISTINCT member_id FROM billing_outbox WHERE done_at IS NULL AND next_attempt_at <= now() LIMIT 50",
+    )
+    .fetch_all(cp.db())
+    .await
+    .map_err(db_error)?;
+    for member in members {
+        // A failure is logged and rescheduled by run_sync; the other members go on.
+        if run_sync(cp, MemberId::from_stored(member), true).await.is_err() {
+            continue;
+        }
+    }
+    Ok(())
+}
