@@ -23,6 +23,7 @@ mod flash;
 mod format;
 mod headers;
 mod layout;
+mod once;
 mod pages;
 mod preview;
 mod signer;
@@ -52,6 +53,8 @@ pub fn router(config: &Config, control: ControlPlane, engine: impl Into<Engine>)
         .route("/new", get(pages::create_queue::form).post(pages::create_queue::submit))
         .route("/new/slug", get(pages::create_queue::slug_preview))
         .route("/queues/{slug}", get(pages::overview::show))
+        .route("/queues/{slug}/created", get(pages::create_queue::created))
+        .route("/queues/{slug}/tokens/created", get(pages::tokens::created))
         .route("/queues/{slug}/live", get(pages::overview::live))
         .route("/queues/{slug}/messages", get(pages::messages::show))
         .route("/queues/{slug}/tokens", get(pages::tokens::show).post(pages::tokens::create))

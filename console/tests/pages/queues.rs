@@ -26,7 +26,7 @@ async fn create_queue_previews_the_address_then_shows_the_token_once(db: PgPool)
     ada.get("/").await.assert_contains("No queues yet");
 
     // Empty numbers mean the defaults.
-    let created = ada
+    let answer = ada
         .post(
             "/new",
             &[
@@ -38,6 +38,9 @@ async fn create_queue_previews_the_address_then_shows_the_token_once(db: PgPool)
             ],
         )
         .await;
+    assert_eq!(answer.status, 303, "Post/Redirect/Get: {}", answer.body);
+    assert!(answer.location().starts_with("/queues/image-jobs/created?shown="), "{}", answer.location());
+    let created = ada.follow(answer).await;
     assert_eq!(created.status, 200, "{}", created.body);
     let secret = created.secret().expect("the secret is shown");
     assert!(secret.starts_with("acq_") && secret.len() > 30, "{secret}");
