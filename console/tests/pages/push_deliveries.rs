@@ -46,7 +46,7 @@ async fn delivery_outcomes_are_listed_with_status_and_latency(db: PgPool) {
     ada.get("/queues/jobs/push").await.assert_contains("id=\"no-deliveries\"");
     let url = format!("{base}jobs");
     let on = ada.post("/queues/jobs/push", &target(&url, "30")).await;
-    assert_eq!(on.status, 200, "{}", on.body);
+    assert_eq!(on.status, 303, "{}", on.body);
 
     let queue = queue_of(&app, "ada@example.com", "jobs").await;
     publish(&app, &queue, "{\"hello\":1}", "application/json").await;

@@ -2,7 +2,8 @@
 //! submission (same one-time form id) is answered with the first result, never done twice.
 //! Secrets are shown on the first view of the page after the redirect only.
 
-use super::support::{Visitor, spawn_console};
+use super::push::{authorise, target};
+use super::support::{OPERATOR, Visitor, queue_of, spawn_console};
 use sqlx::PgPool;
 
 const CREATE: [(&str, &str); 5] = [
@@ -83,4 +84,37 @@ async fn a_form_without_its_one_time_id_acts_not(db: PgPool) {
     let page = ada.post("/new", &[CREATE.as_slice(), &[("form_id", "")]].concat()).await;
     assert_eq!(page.status, 400);
     ada.get("/").await.assert_contains("No queues yet");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn replaying_rotate_secret_does_not_retire_the_new_secret(db: PgPool) {
+    let app = spawn_console(db.clone()).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.create_queue("jobs", "5").await;
+    let mut operator = Visitor::new(&app);
+    operator.sign_up(OPERATOR).await;
+    authorise(&mut operator, "ada@example.com", "http://127.0.0.1:9/").await;
+    ada.get("/queues/jobs/push").await;
+    let on = ada.post("/queues/jobs/push", &target("http://127.0.0.1:9/h", "30")).await;
+    let original = ada.follow(on).await.signing_secret().expect("the first secret");
+
+    ada.get("/queues/jobs/push/rotate-secret").await;
+    let form_id = ada.form_id.clone().expect("the confirmation carries a one-time id");
+    let first = ada.post("/queues/jobs/push/rotate-secret", &[("form_id", form_id.as_str())]).await;
+    let location = first.location().to_owned();
+    let rotated = ada.follow(first).await.signing_secret().expect("the new secret, once");
+    assert_eq!(ada.get(&location).await.signing_secret(), None, "a reload shows it no more");
+
+    let replay = ada.post("/queues/jobs/push/rotate-secret", &[("form_id", form_id.as_str())]).await;
+    assert_eq!((replay.status, replay.location()), (303, location.as_str()));
+    let queue = queue_of(&app, "ada@example.com", "jobs").await;
+    let (secret, previous): (String, Option<String>) =
+        sqlx::query_as("SELECT secret, previous_secret FROM push_targets WHERE queue_id = $1")
+            .bind(queue.id.0)
+            .fetch_one(&db)
+            .await
+            .unwrap();
+    assert_eq!(secret, rotated, "the new secret still signs");
+    assert_eq!(previous.as_deref(), Some(original.as_str()), "the old one keeps its 24 hours");
 }
