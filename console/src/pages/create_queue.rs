@@ -14,7 +14,7 @@ use crate::layout::Chrome;
 use crate::once;
 use crate::state::ConsoleState;
 use aqs_control_plane::slug::Slug;
-use aqs_control_plane::{NewQueue, queues, slug};
+use aqs_control_plane::{NewQueue, QueueChanges, queues, slug};
 use aqs_core::limits::{
     MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_MAX, MIB, PAYLOAD_SIZE_DEFAULT, PAYLOAD_SIZES, VISIBILITY_DEFAULT_SECS,
     VISIBILITY_MAX_SECS,
@@ -123,6 +123,16 @@ pub(crate) async fn submit(State(state): State<ConsoleState>, member: CurrentMem
             None
         }
     };
+
+    // Every field's range at once, beside each field, rather than the control plane's first refusal.
+    let checked = QueueChanges {
+        name: (!name.is_empty()).then(|| name.clone()),
+        visibility_timeout_seconds: visibility,
+        max_attempts: attempts,
+        payload_size: payload,
+        storage_limit: None,
+    };
+    errors.add_api(checked.problems(), &FIELDS)?;
 
     if form.get("intent") != "preview" && errors.is_empty() {
         let claim = match once::claim(&state, &member, &form).await? {

@@ -87,6 +87,15 @@ pub(crate) async fn update(
     {
         errors.add("storage_limit", format!("must be between {min} and {} MiB", crate::format::count(max)));
     }
+    // Every field's range at once, beside each field, rather than the control plane's first refusal.
+    let checked = QueueChanges {
+        name: None,
+        visibility_timeout_seconds: visibility,
+        max_attempts: attempts,
+        payload_size: payload,
+        storage_limit: None,
+    };
+    errors.add_api(checked.problems(), &FIELDS)?;
     if errors.is_empty() {
         let changes = QueueChanges {
             name: None,

@@ -154,3 +154,28 @@ async fn the_queue_limit_is_a_form_error(db: PgPool) {
     assert_eq!(page.status, 422);
     page.assert_contains("role=\"alert\">A member may have at most 10 queues; delete one to create another.");
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn create_queue_shows_every_field_error_at_once(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.get("/new").await;
+    let page = ada
+        .post(
+            "/new",
+            &[
+                ("name", ""),
+                ("visibility_timeout_seconds", "0"),
+                ("max_attempts", "500"),
+                ("payload_size", "1048576"),
+                ("intent", "create"),
+            ],
+        )
+        .await;
+    assert_eq!(page.status, 422);
+    page.assert_contains("id=\"name-error\">Give the queue a name.");
+    page.assert_contains("id=\"visibility-error\">Must be between 1 and 43200.");
+    page.assert_contains("id=\"attempts-error\">Must be between 1 and 100.");
+    ada.get("/").await.assert_contains("No queues yet");
+}

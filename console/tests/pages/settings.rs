@@ -73,3 +73,18 @@ async fn pause_resume_and_delete_by_typing_the_name(db: PgPool) {
     list.assert_contains("No queues yet");
     assert_eq!(ada.get("/queues/image-jobs").await.status, 404);
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn settings_show_every_field_error_at_once(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.create_queue("jobs", "5").await;
+    ada.get("/queues/jobs/settings").await;
+    let page = ada.post("/queues/jobs/settings", &settings("0", "500", "0")).await;
+    assert_eq!(page.status, 422);
+    page.assert_contains("id=\"visibility-error\">Must be between 1 and 43200.");
+    page.assert_contains("id=\"attempts-error\">Must be between 1 and 100.");
+    page.assert_contains("id=\"storage-error\">Must be between 1 and 102,400 MiB.");
+    assert_eq!(queue_of(&app, "ada@example.com", "jobs").await.max_attempts, 5);
+}
