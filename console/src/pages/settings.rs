@@ -19,7 +19,7 @@ use askama_web::WebTemplate;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 
-const FIELDS: [&str; 4] = ["visibility_timeout_seconds", "max_attempts", "payload_size", "storage_limit"];
+const FIELDS: [&str; 5] = ["name", "visibility_timeout_seconds", "max_attempts", "payload_size", "storage_limit"];
 
 #[derive(Template, WebTemplate)]
 #[template(path = "settings.html")]
@@ -30,6 +30,8 @@ pub(crate) struct SettingsPage {
     attempts: String,
     payload_options: Vec<PayloadOption>,
     storage_mib: String,
+    /// The queue's display name; renaming keeps its slug (and so its address).
+    name: String,
     confirm_name: String,
     errors: FieldErrors,
     visibility_max: u32,
@@ -48,6 +50,7 @@ impl SettingsPage {
             attempts: queue.max_attempts.to_string(),
             payload_options: payload_options(queue.payload_size),
             storage_mib: (queue.storage_limit / MIB).to_string(),
+            name: queue.name.clone(),
             confirm_name: String::new(),
             errors: FieldErrors::default(),
             visibility_max: VISIBILITY_MAX_SECS,
@@ -88,8 +91,13 @@ pub(crate) async fn update(
         errors.add("storage_limit", format!("must be between {min} and {} MiB", crate::format::count(max)));
     }
     // Every field's range at once, beside each field, rather than the control plane's first refusal.
+    // A form without the field leaves the name as it is; a blank one is an error.
+    let name = form.has("name").then(|| form.get("name").trim().to_owned());
+    if name.as_deref() == Some("") {
+        errors.add("name", "give the queue a name");
+    }
     let checked = QueueChanges {
-        name: None,
+        name: name.clone().filter(|n| !n.is_empty()),
         visibility_timeout_seconds: visibility,
         max_attempts: attempts,
         payload_size: payload,
@@ -98,7 +106,7 @@ pub(crate) async fn update(
     errors.add_api(checked.problems(), &FIELDS)?;
     if errors.is_empty() {
         let changes = QueueChanges {
-            name: None,
+            name,
             visibility_timeout_seconds: visibility,
             max_attempts: attempts,
             payload_size: payload,
@@ -121,6 +129,9 @@ pub(crate) async fn update(
     page.attempts = form.get("max_attempts").trim().to_owned();
     page.payload_options = payload_options(payload.unwrap_or(queue.payload_size));
     page.storage_mib = form.get("storage_limit_mib").trim().to_owned();
+    if form.has("name") {
+        page.name = form.get("name").trim().to_owned();
+    }
     page.errors = errors;
     Ok((INVALID, page).into_response())
 }

@@ -88,3 +88,27 @@ async fn settings_show_every_field_error_at_once(db: PgPool) {
     page.assert_contains("id=\"storage-error\">Must be between 1 and 102,400 MiB.");
     assert_eq!(queue_of(&app, "ada@example.com", "jobs").await.max_attempts, 5);
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn renaming_a_queue_keeps_its_slug(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.create_queue("Image Jobs", "5").await;
+    let page = ada.get("/queues/image-jobs/settings").await;
+    page.assert_contains("name=\"name\" type=\"text\" required maxlength=\"64\" value=\"Image Jobs\"");
+    page.assert_contains("<code id=\"delete-slug\">image-jobs</code>");
+
+    let mut fields = settings("30", "5", "1024");
+    fields.push(("name", ""));
+    let page = ada.post("/queues/image-jobs/settings", &fields).await;
+    assert_eq!(page.status, 422);
+    page.assert_contains("id=\"name-error\">Give the queue a name.");
+
+    fields.pop();
+    fields.push(("name", "Thumbnails"));
+    let saved = ada.post("/queues/image-jobs/settings", &fields).await;
+    assert_eq!(saved.location(), "/queues/image-jobs/settings");
+    ada.follow(saved).await.assert_contains("value=\"Thumbnails\"");
+    assert_eq!(queue_of(&app, "ada@example.com", "image-jobs").await.name, "Thumbnails");
+}
