@@ -54,6 +54,7 @@ async fn delivery_outcomes_are_listed_with_status_and_latency(db: PgPool) {
     page.assert_contains("<span class=\"badge ok\">Acknowledged</span>");
     page.assert_contains("<td data-label=\"Status\" class=\"num\">200</td>");
     page.assert_contains(" ms</td>");
+    page.assert_contains(&format!("<td data-label=\"URL\" class=\"detail\"><code>{url}</code></td>"));
     page.assert_lacks("id=\"no-deliveries\"");
 
     publish(&app, &queue, "please reject me", "text/plain").await;
