@@ -9,6 +9,7 @@ use crate::extract::{CurrentMember, FormData};
 use crate::fields::{self, FieldErrors};
 use crate::flash;
 use crate::layout::Chrome;
+use crate::once;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::slug::Slug;
@@ -33,6 +34,9 @@ pub(crate) struct SettingsPage {
     /// The queue's display name; renaming keeps its slug (and so its address).
     name: String,
     confirm_name: String,
+    /// One-time ids (see `once`): the settings form's, and the pause or resume form's.
+    form_id: String,
+    state_form_id: String,
     errors: FieldErrors,
     visibility_max: u32,
     attempts_max: u32,
@@ -52,6 +56,8 @@ impl SettingsPage {
             storage_mib: (queue.storage_limit / MIB).to_string(),
             name: queue.name.clone(),
             confirm_name: String::new(),
+            form_id: once::new_id(),
+            state_form_id: once::new_id(),
             errors: FieldErrors::default(),
             visibility_max: VISIBILITY_MAX_SECS,
             attempts_max: MAX_ATTEMPTS_MAX,
@@ -105,6 +111,11 @@ pub(crate) async fn update(
     };
     errors.add_api(checked.problems(), &FIELDS)?;
     if errors.is_empty() {
+        // A resubmitted old form would undo a later change: it is answered, not applied again.
+        let claim = match once::claim(&state, &member, &form).await? {
+            Ok(claim) => claim,
+            Err(replayed) => return Ok(replayed),
+        };
         let changes = QueueChanges {
             name,
             visibility_timeout_seconds: visibility,
@@ -114,14 +125,14 @@ pub(crate) async fn update(
         };
         match queues::update(state.control(), member.id, &slug, changes).await {
             Ok(_) => {
-                return Ok(flash::redirect(
-                    &state,
-                    member.secure,
-                    &format!("/queues/{slug}/settings"),
-                    "Settings saved.",
-                ));
+                let location = format!("/queues/{slug}/settings");
+                claim.done(&state, &location).await?;
+                return Ok(flash::redirect(&state, member.secure, &location, "Settings saved."));
             }
-            Err(err) => errors = FieldErrors::from_api(err, &FIELDS)?,
+            Err(err) => {
+                claim.release(&state).await?;
+                errors = FieldErrors::from_api(err, &FIELDS)?;
+            }
         }
     }
     let mut page = SettingsPage::new(&member, &queue);
@@ -140,19 +151,35 @@ pub(crate) async fn pause(
     State(state): State<ConsoleState>,
     member: CurrentMember,
     PagePath(slug): PagePath<Slug>,
+    form: FormData,
 ) -> PageResult<Response> {
+    load_queue(&state, &member, &slug).await?;
+    let claim = match once::claim(&state, &member, &form).await? {
+        Ok(claim) => claim,
+        Err(replayed) => return Ok(replayed),
+    };
     queues::pause(state.control(), member.id, &slug).await?;
+    let location = format!("/queues/{slug}/settings");
+    claim.done(&state, &location).await?;
     let message = "Queue paused: publishes and deliveries are refused until you resume it.";
-    Ok(flash::redirect(&state, member.secure, &format!("/queues/{slug}/settings"), message))
+    Ok(flash::redirect(&state, member.secure, &location, message))
 }
 
 pub(crate) async fn resume(
     State(state): State<ConsoleState>,
     member: CurrentMember,
     PagePath(slug): PagePath<Slug>,
+    form: FormData,
 ) -> PageResult<Response> {
+    load_queue(&state, &member, &slug).await?;
+    let claim = match once::claim(&state, &member, &form).await? {
+        Ok(claim) => claim,
+        Err(replayed) => return Ok(replayed),
+    };
     queues::resume(state.control(), member.id, &slug).await?;
-    Ok(flash::redirect(&state, member.secure, &format!("/queues/{slug}/settings"), "Queue resumed."))
+    let location = format!("/queues/{slug}/settings");
+    claim.done(&state, &location).await?;
+    Ok(flash::redirect(&state, member.secure, &location, "Queue resumed."))
 }
 
 pub(crate) async fn delete(

@@ -3,7 +3,7 @@
 //! Secrets are shown on the first view of the page after the redirect only.
 
 use super::push::{authorise, target};
-use super::support::{OPERATOR, Visitor, queue_of, spawn_console};
+use super::support::{OPERATOR, Page, Visitor, queue_of, spawn_console};
 use sqlx::PgPool;
 
 const CREATE: [(&str, &str); 5] = [
@@ -117,4 +117,26 @@ async fn replaying_rotate_secret_does_not_retire_the_new_secret(db: PgPool) {
             .unwrap();
     assert_eq!(secret, rotated, "the new secret still signs");
     assert_eq!(previous.as_deref(), Some(original.as_str()), "the old one keeps its 24 hours");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn replaying_an_old_pause_does_not_pause_a_resumed_queue(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.create_queue("jobs", "5").await;
+    ada.get("/queues/jobs/settings").await;
+    let page = ada.get("/queues/jobs/settings").await;
+    let marker = "action=\"/queues/jobs/pause\">";
+    let at = page.body.find(marker).expect("the pause form") + marker.len();
+    let pause_id = Page::input_value_in(&page.body[at..], "form_id").expect("the pause form's id");
+
+    let paused = ada.post("/queues/jobs/pause", &[("form_id", pause_id.as_str())]).await;
+    ada.follow(paused).await.assert_contains("Queue paused");
+    let resumed = ada.post("/queues/jobs/resume", &[]).await;
+    ada.follow(resumed).await.assert_contains("Queue resumed.");
+
+    let replay = ada.post("/queues/jobs/pause", &[("form_id", pause_id.as_str())]).await;
+    ada.follow(replay).await.assert_contains("already sent; it was done once and not again");
+    assert!(!queue_of(&app, "ada@example.com", "jobs").await.paused, "the replay paused nothing");
 }

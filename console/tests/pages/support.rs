@@ -73,10 +73,15 @@ impl Page {
 
     /// The value of the first `<input>`-style attribute pair `name="{name}" value="…"`.
     pub fn input_value(&self, name: &str) -> Option<String> {
+        Self::input_value_in(&self.body, name)
+    }
+
+    /// The same, in a part of a page (e.g. after one form's opening tag).
+    pub fn input_value_in(html: &str, name: &str) -> Option<String> {
         let marker = format!("name=\"{name}\" value=\"");
-        let start = self.body.find(&marker)? + marker.len();
-        let end = self.body[start..].find('"')?;
-        Some(self.body[start..start + end].to_owned())
+        let start = html.find(&marker)? + marker.len();
+        let end = html[start..].find('"')?;
+        Some(html[start..start + end].to_owned())
     }
 
     /// The token secret shown once after creating a queue or a token.
