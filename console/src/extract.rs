@@ -103,6 +103,11 @@ impl FormData {
         self.0.iter().find(|(n, _)| n == name).map_or("", |(_, v)| v.as_str())
     }
 
+    /// Whether the form sent `name` at all (even empty).
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.0.iter().any(|(n, _)| n == name)
+    }
+
     /// Every value of `name` (checkboxes sharing a name).
     pub(crate) fn all(&self, name: &str) -> Vec<&str> {
         self.0.iter().filter(|(n, _)| n == name).map(|(_, v)| v.as_str()).collect()

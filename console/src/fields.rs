@@ -33,6 +33,22 @@ impl FieldErrors {
         self.form = Some(sentence(&message.into()));
     }
 
+    /// Adds the errors of each control-plane refusal in `found` (see `from_api`).
+    pub(crate) fn add_api(&mut self, found: Vec<ApiError>, fields: &[&'static str]) -> Result<(), ConsoleError> {
+        for err in found {
+            let more = Self::from_api(err, fields)?;
+            for (field, message) in more.fields {
+                if self.get(field).is_none() {
+                    self.fields.push((field, message));
+                }
+            }
+            if self.form.is_none() {
+                self.form = more.form;
+            }
+        }
+        Ok(())
+    }
+
     /// Turns a control-plane refusal into errors on the form whose inputs are `fields`. Faults that
     /// are not the member's to fix (not found, unavailable, internal) stay errors of the page.
     pub(crate) fn from_api(err: ApiError, fields: &[&'static str]) -> Result<Self, ConsoleError> {

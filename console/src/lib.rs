@@ -23,6 +23,7 @@ mod flash;
 mod format;
 mod headers;
 mod layout;
+mod once;
 mod pages;
 mod preview;
 mod signer;
@@ -48,9 +49,12 @@ pub fn router(config: &Config, control: ControlPlane, engine: impl Into<Engine>)
         .route("/signup", get(pages::auth::signup_form).post(pages::auth::signup))
         .route("/login", get(pages::auth::login_form).post(pages::auth::login))
         .route("/logout", post(pages::auth::logout))
+        .route("/logout-all", post(pages::auth::logout_all))
         .route("/new", get(pages::create_queue::form).post(pages::create_queue::submit))
         .route("/new/slug", get(pages::create_queue::slug_preview))
         .route("/queues/{slug}", get(pages::overview::show))
+        .route("/queues/{slug}/created", get(pages::create_queue::created))
+        .route("/queues/{slug}/tokens/created", get(pages::tokens::created))
         .route("/queues/{slug}/live", get(pages::overview::live))
         .route("/queues/{slug}/messages", get(pages::messages::show))
         .route("/queues/{slug}/tokens", get(pages::tokens::show).post(pages::tokens::create))
@@ -58,6 +62,7 @@ pub fn router(config: &Config, control: ControlPlane, engine: impl Into<Engine>)
         .route("/queues/{slug}/dead-letters", get(pages::dead_letters::show))
         .route("/queues/{slug}/dead-letters/{action}", get(pages::dead_letters::confirm).post(pages::dead_letters::act))
         .route("/queues/{slug}/push", get(pages::push::show).post(pages::push::set))
+        .route("/queues/{slug}/push/secret", get(pages::push_actions::secret))
         .route("/queues/{slug}/push/{action}", get(pages::push_actions::confirm).post(pages::push_actions::act))
         .route("/queues/{slug}/settings", get(pages::settings::show).post(pages::settings::update))
         .route("/queues/{slug}/pause", post(pages::settings::pause))

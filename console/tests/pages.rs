@@ -17,6 +17,7 @@ mod pages {
     mod push;
     mod push_deliveries;
     mod queues;
+    mod resubmit;
     mod settings;
     mod support;
     mod tenancy;

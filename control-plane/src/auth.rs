@@ -3,10 +3,12 @@
 
 use crate::members::{self, Member, MemberId, Role};
 use crate::password;
+use crate::sessions;
 use crate::state::ControlPlane;
 use crate::text::refuse_control;
 use aqs_core::{ApiError, ApiResult};
 use axum::extract::FromRequestParts;
+use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use serde::{Deserialize, Serialize};
@@ -40,7 +42,7 @@ pub async fn signup(cp: &ControlPlane, credentials: Credentials) -> ApiResult<Si
     let role = if cp.is_operator_email(&email) { Role::Operator } else { Role::Member };
     let member = members::insert(cp.db(), &email, &hash, role).await?;
     tracing::info!(member = %member.id.as_uuid(), ?role, "member signed up");
-    signed_in(cp, member)
+    signed_in(cp, member).await
 }
 
 /// Checks an email and password. Every failure is the same 401, so a caller cannot tell an unknown
@@ -57,20 +59,41 @@ pub async fn login(cp: &ControlPlane, credentials: Credentials) -> ApiResult<Sig
     };
     let matches = password::verify(credentials.password, hash).await?;
     match member {
-        Some(member) if matches => signed_in(cp, member),
+        Some(member) if matches => signed_in(cp, member).await,
         _ => Err(wrong()),
     }
 }
 
-/// The member a session JWT belongs to: 401 when it is invalid, expired, or its member is gone.
+/// The member a session JWT belongs to: 401 when it is invalid, expired, logged out, or its
+/// member is gone.
 pub async fn verify_session(cp: &ControlPlane, session: &str) -> ApiResult<Member> {
-    let invalid = || ApiError::Unauthorized("the session is invalid or has expired; log in again".into());
-    let id = cp.sessions().verify(session).ok_or_else(invalid)?;
-    members::find(cp.db(), id).await?.ok_or_else(invalid)
+    let (member, sid) = cp.sessions().verify(session).ok_or_else(invalid_session)?;
+    sessions::live_member(cp.db(), member, sid).await?.ok_or_else(invalid_session)
 }
 
-fn signed_in(cp: &ControlPlane, member: Member) -> ApiResult<SignedIn> {
-    let session = cp.sessions().issue(member.id.as_uuid())?;
+/// Ends the session of this JWT (log out). A JWT that is no longer live has nothing to end: 401.
+pub async fn logout(cp: &ControlPlane, session: &str) -> ApiResult<()> {
+    let (member, sid) = cp.sessions().verify(session).ok_or_else(invalid_session)?;
+    if !sessions::revoke(cp.db(), member, sid).await? {
+        return Err(invalid_session());
+    }
+    Ok(())
+}
+
+/// Ends every session of `member`, this one included (log out everywhere); returns how many.
+pub async fn logout_everywhere(cp: &ControlPlane, member: MemberId) -> ApiResult<u64> {
+    let ended = sessions::revoke_all(cp.db(), member).await?;
+    tracing::info!(member = %member.as_uuid(), ended, "member logged out everywhere");
+    Ok(ended)
+}
+
+fn invalid_session() -> ApiError {
+    ApiError::Unauthorized("the session is invalid or has expired; log in again".into())
+}
+
+async fn signed_in(cp: &ControlPlane, member: Member) -> ApiResult<SignedIn> {
+    let (sid, issued) = sessions::start(cp.db(), member.id).await?;
+    let session = cp.sessions().issue(member.id.as_uuid(), sid, issued)?;
     Ok(SignedIn { member, session })
 }
 
@@ -105,6 +128,14 @@ fn check_password(password: &str) -> ApiResult<()> {
     Ok(())
 }
 
+/// The session JWT of `Authorization: Bearer <session JWT>`, unchecked; 401 when there is none.
+pub fn bearer(headers: &HeaderMap) -> ApiResult<&str> {
+    let header = headers.get(AUTHORIZATION).and_then(|value| value.to_str().ok());
+    header
+        .and_then(aqs_core::token::bearer)
+        .ok_or_else(|| ApiError::Unauthorized("send Authorization: Bearer <session>".into()))
+}
+
 /// The member behind `Authorization: Bearer <session JWT>`; rejects with 401 otherwise.
 pub struct AuthMember(pub Member);
 
@@ -118,11 +149,7 @@ impl FromRequestParts<ControlPlane> for AuthMember {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, cp: &ControlPlane) -> Result<Self, Self::Rejection> {
-        let header = parts.headers.get(AUTHORIZATION).and_then(|value| value.to_str().ok());
-        let session = header
-            .and_then(aqs_core::token::bearer)
-            .ok_or_else(|| ApiError::Unauthorized("send Authorization: Bearer <session>".into()))?;
-        verify_session(cp, session).await.map(AuthMember)
+        verify_session(cp, bearer(&parts.headers)?).await.map(AuthMember)
     }
 }
 

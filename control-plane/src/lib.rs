@@ -30,6 +30,7 @@ mod redis_scan;
 mod resync;
 mod routes;
 mod session;
+mod sessions;
 pub mod slug;
 mod state;
 mod text;

@@ -57,7 +57,7 @@ pub struct Member {
 }
 
 #[derive(sqlx::FromRow)]
-struct MemberRow {
+pub(crate) struct MemberRow {
     id: Uuid,
     email: String,
     role: String,

@@ -96,6 +96,8 @@ pub struct PushDelivery {
     pub latency_ms: u64,
     pub outcome: DeliveryOutcome,
     pub detail: String,
+    /// The handler URL the request went to ("" for entries older than this field).
+    pub handler_url: String,
 }
 
 pub(crate) const COLUMNS: &str = "queue_id, handler_url, mode, messages_per_run, wait_seconds, timeout_seconds, \
@@ -366,6 +368,7 @@ pub async fn deliveries(cp: &ControlPlane, member: MemberId, slug: &Slug) -> Api
             latency_ms: r.latency_ms,
             outcome: r.outcome,
             detail: r.detail,
+            handler_url: r.handler_url,
         })
         .collect())
 }

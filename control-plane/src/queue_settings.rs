@@ -58,6 +58,28 @@ impl NewQueue {
 }
 
 impl QueueChanges {
+    /// Every given field's problem at once (`check` stops at the first), for a form that shows
+    /// each beside its field.
+    pub fn problems(&self) -> Vec<ApiError> {
+        let mut found = Vec::new();
+        if let Some(Err(err)) = self.name.as_deref().map(check_name) {
+            found.push(err);
+        }
+        if let Some(Err(err)) = self.visibility_timeout_seconds.map(check_visibility) {
+            found.push(err);
+        }
+        if let Some(Err(err)) = self.max_attempts.map(check_attempts) {
+            found.push(err);
+        }
+        if let Some(Err(err)) = self.payload_size.map(check_payload_size) {
+            found.push(err);
+        }
+        if let Some(Err(err)) = self.storage_limit.map(check_storage_limit) {
+            found.push(err);
+        }
+        found
+    }
+
     /// Checks every given field; what is absent stays `None`.
     pub fn check(self) -> ApiResult<Self> {
         Ok(Self {

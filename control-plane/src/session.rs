@@ -1,5 +1,6 @@
 //! Session tokens: HS256 JWTs signed with `AQS_SESSION_SECRET`, valid for 12 hours, with claims
-//! `sub` (the member id), `iat` and `exp`. Stateless: a session ends when it expires.
+//! `sub` (the member id), `sid` (the session's row in `sessions`), `iat` and `exp`. The signature
+//! proves we issued it; the row (see `sessions`) says whether it has ended early.
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
@@ -10,6 +11,7 @@ pub(crate) const SESSION_SECS: i64 = 12 * 3600;
 #[derive(Debug, Serialize, Deserialize)]
 struct Claims {
     sub: String,
+    sid: String,
     iat: i64,
     exp: i64,
 }
@@ -29,17 +31,18 @@ impl SessionKeys {
         Self { encoding: EncodingKey::from_secret(secret), decoding: DecodingKey::from_secret(secret), validation }
     }
 
-    /// A session for `member`, issued now.
-    pub(crate) fn issue(&self, member: Uuid) -> anyhow::Result<String> {
-        let iat = chrono::Utc::now().timestamp();
-        let claims = Claims { sub: member.to_string(), iat, exp: iat + SESSION_SECS };
+    /// The JWT of session `sid` for `member`, issued at `iat` (Unix seconds); it expires at
+    /// `iat + SESSION_SECS`.
+    pub(crate) fn issue(&self, member: Uuid, sid: Uuid, iat: i64) -> anyhow::Result<String> {
+        let claims = Claims { sub: member.to_string(), sid: sid.to_string(), iat, exp: iat + SESSION_SECS };
         Ok(jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)?)
     }
 
-    /// The member id of a valid, unexpired session signed by us; `None` otherwise.
-    pub(crate) fn verify(&self, token: &str) -> Option<Uuid> {
+    /// The member id and session id of a valid, unexpired JWT signed by us; `None` otherwise
+    /// (a JWT without a session id included: it can never have a row).
+    pub(crate) fn verify(&self, token: &str) -> Option<(Uuid, Uuid)> {
         let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation).ok()?;
-        Uuid::try_parse(&data.claims.sub).ok()
+        Some((Uuid::try_parse(&data.claims.sub).ok()?, Uuid::try_parse(&data.claims.sid).ok()?))
     }
 }
 
@@ -50,9 +53,9 @@ mod tests {
     #[test]
     fn issued_sessions_verify_and_others_do_not() {
         let keys = SessionKeys::new(b"0123456789abcdef0123456789abcdef");
-        let member = Uuid::new_v4();
-        let token = keys.issue(member).unwrap();
-        assert_eq!(keys.verify(&token), Some(member));
+        let (member, sid) = (Uuid::new_v4(), Uuid::new_v4());
+        let token = keys.issue(member, sid, chrono::Utc::now().timestamp()).unwrap();
+        assert_eq!(keys.verify(&token), Some((member, sid)));
         assert_eq!(SessionKeys::new(b"another secret, also long enough!").verify(&token), None);
         assert_eq!(keys.verify("garbage"), None);
     }

@@ -67,6 +67,17 @@ impl Keys {
         format!("{}:deleted:{{q:{id}}}", self.ns)
     }
 
+    /// A console form's one-time id (`form_id`) once submitted: "" while its action runs, then
+    /// where its result is shown. Per member, with an expiry.
+    pub fn console_form(&self, member: &str, form_id: &str) -> String {
+        format!("{}:console:form:{member}:{form_id}", self.ns)
+    }
+
+    /// A secret waiting to be shown once on the page a console form redirects to.
+    pub fn console_secret(&self, member: &str, id: &str) -> String {
+        format!("{}:console:secret:{member}:{id}", self.ns)
+    }
+
     pub fn slug(&self, slug: &str) -> String {
         format!("{}:slug:{slug}", self.ns)
     }

@@ -124,6 +124,10 @@ pub struct DeliveryRecord {
     pub outcome: DeliveryOutcome,
     /// For humans: why (the error, or the start of the handler's answer).
     pub detail: String,
+    /// The handler URL the request went to, so failures of an old URL are told from the new one's
+    /// ("" in lines written before it was recorded).
+    #[serde(default)]
+    pub handler_url: String,
 }
 
 #[cfg(test)]

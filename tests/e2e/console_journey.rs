@@ -26,6 +26,15 @@ struct Browser {
 
 impl Browser {
     async fn start() -> Self {
+        Self::launch(true).await
+    }
+
+    /// A browser with JavaScript turned off, as some members browse.
+    async fn start_without_javascript() -> Self {
+        Self::launch(false).await
+    }
+
+    async fn launch(javascript: bool) -> Self {
         let chromium = std::env::var("AQS_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
         let chromedriver = std::env::var("AQS_CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
         assert!(
@@ -41,7 +50,8 @@ impl Browser {
             .expect("start chromedriver");
         let profile = std::env::temp_dir().join(format!("aqs-e2e-chromium-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir_all(&profile).unwrap();
-        let args = [
+        let profile_arg = format!("--user-data-dir={}", profile.display());
+        let mut args = vec![
             "--headless=new",
             "--no-sandbox",
             "--disable-gpu",
@@ -51,8 +61,11 @@ impl Browser {
             "--disable-sync",
             "--no-first-run",
             "--window-size=1280,1100",
-            &format!("--user-data-dir={}", profile.display()),
+            &profile_arg,
         ];
+        if !javascript {
+            args.push("--blink-settings=scriptEnabled=false");
+        }
         let mut capabilities = serde_json::Map::new();
         capabilities.insert("goog:chromeOptions".into(), json!({ "binary": chromium, "args": args }));
         let connector = hyper_util::client::legacy::connect::HttpConnector::new();
@@ -455,6 +468,39 @@ async fn a_member_runs_a_queue_from_the_console() {
     browser.click("form button[type=submit]").await;
     browser.wait_for_text("main", Duration::from_secs(10), |t| t.contains("Image jobs")).await;
     assert_eq!(browser.path().await, "/");
+
+    if let Err(err) = browser.client.clone().close().await {
+        eprintln!("closing the browser session: {err}");
+    }
+    drop(server);
+}
+
+/// Without JavaScript nothing can copy, so the copy button beside a shown-once secret must not be
+/// displayed (`.button` once overrode `hidden`); the secret itself stays readable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_javascript_the_copy_button_is_not_displayed() {
+    let redis = Redis::start("everysec");
+    let database = fresh_database().await;
+    let server = Server::start_with_env(&database, &redis.url(), "enojs", &[]).await;
+    let base = server.base();
+    let browser = Browser::start_without_javascript().await;
+    let email = format!("nojs-{}@example.com", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+
+    browser.goto(&format!("{base}/signup")).await;
+    browser.fill("#email", &email).await;
+    browser.fill("#password", PASSWORD).await;
+    browser.click("form button[type=submit]").await;
+    browser.wait_for_text("main", Duration::from_secs(10), |t| t.contains("No queues yet")).await;
+    browser.goto(&format!("{base}/new")).await;
+    browser.fill("#name", "No script").await;
+    browser.click("button[name=intent][value=create]").await;
+    let secret = browser.css("#token-secret").await.prop("value").await.unwrap().expect("the secret");
+    assert!(secret.starts_with("acq_"), "{secret}");
+    let copy = browser.css("button[data-copy=token-secret]").await;
+    assert!(!copy.is_displayed().await.unwrap(), "no script, no copy button");
+    let display = copy.css_value("display").await.unwrap();
+    assert_eq!(display, "none");
+    browser.screenshot("queue-created-without-javascript").await;
 
     if let Err(err) = browser.client.clone().close().await {
         eprintln!("closing the browser session: {err}");

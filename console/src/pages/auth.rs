@@ -1,11 +1,11 @@
-//! Sign up, log in and log out. The session is the control plane's session JWT in an HttpOnly
+//! Sign up, log in, log out and log out everywhere. The session is the control plane's session JWT in an HttpOnly
 //! cookie; before logging in, the anonymous cookie gives the forms their CSRF token.
 
 use super::INVALID;
 use crate::cookies;
 use crate::csrf;
 use crate::error::{ConsoleError, PageResult};
-use crate::extract::{FormData, Visitor};
+use crate::extract::{CurrentMember, FormData, Visitor};
 use crate::fields::FieldErrors;
 use crate::flash;
 use crate::layout::Chrome;
@@ -120,9 +120,26 @@ fn signed_in_response(state: &ConsoleState, visitor: &Visitor, session: &str, me
     response
 }
 
-/// Sessions are stateless JWTs: logging out drops the cookie.
-pub(crate) async fn logout(State(state): State<ConsoleState>, visitor: Visitor) -> Response {
-    let mut response = flash::redirect(&state, visitor.secure, "/login", "You are logged out.");
-    response.headers_mut().append(SET_COOKIE, cookies::clear(cookies::SESSION, visitor.secure));
+/// Ends the session on the server (a copy of the cookie opens nothing afterwards) and drops the
+/// cookie. A session that had already ended is logged out all the same.
+pub(crate) async fn logout(State(state): State<ConsoleState>, visitor: Visitor) -> PageResult {
+    if let Some(session) = visitor.cookies.get(cookies::SESSION) {
+        match auth::logout(state.control(), session).await {
+            Ok(()) | Err(ApiError::Unauthorized(_)) => {}
+            Err(err) => return Err(ConsoleError::from(err)),
+        }
+    }
+    Ok(logged_out(&state, visitor.secure, "You are logged out."))
+}
+
+/// Ends every session of the member, on every browser and API client, this one included.
+pub(crate) async fn logout_all(State(state): State<ConsoleState>, member: CurrentMember) -> PageResult {
+    auth::logout_everywhere(state.control(), member.id).await?;
+    Ok(logged_out(&state, member.secure, "You are logged out everywhere."))
+}
+
+fn logged_out(state: &ConsoleState, secure: bool, message: &str) -> Response {
+    let mut response = flash::redirect(state, secure, "/login", message);
+    response.headers_mut().append(SET_COOKIE, cookies::clear(cookies::SESSION, secure));
     response
 }

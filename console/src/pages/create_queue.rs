@@ -1,14 +1,20 @@
 //! Create queue: a name (with the address it will get shown before creating: a "Preview address"
 //! button without JavaScript, live as you type with it), the visibility timeout, the maximum
-//! attempts and the payload size, or the defaults. On success the first token is shown, once.
+//! attempts and the payload size, or the defaults. On success the form redirects to the "created"
+//! page, which shows the first token once (a reload shows it no more; a resubmission creates
+//! nothing: see `once`).
 
 use super::INVALID;
+use super::load_queue;
 use crate::error::PageResult;
-use crate::extract::{CurrentMember, FormData};
+use crate::extract::{CurrentMember, FormData, PagePath};
 use crate::fields::{self, FieldErrors};
+use crate::flash;
 use crate::layout::Chrome;
+use crate::once;
 use crate::state::ConsoleState;
-use aqs_control_plane::{NewQueue, queues, slug};
+use aqs_control_plane::slug::Slug;
+use aqs_control_plane::{NewQueue, QueueChanges, queues, slug};
 use aqs_core::limits::{
     MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_MAX, MIB, PAYLOAD_SIZE_DEFAULT, PAYLOAD_SIZES, VISIBILITY_DEFAULT_SECS,
     VISIBILITY_MAX_SECS,
@@ -57,6 +63,7 @@ struct CreatePage {
     errors: FieldErrors,
     visibility_max: u32,
     attempts_max: u32,
+    form_id: String,
 }
 
 #[derive(Template, WebTemplate)]
@@ -66,7 +73,8 @@ struct CreatedPage {
     name: String,
     slug: String,
     address: String,
-    secret: String,
+    /// The first token's secret, on the first view only.
+    secret: Option<String>,
 }
 
 pub(crate) async fn form(member: CurrentMember) -> Response {
@@ -80,6 +88,7 @@ pub(crate) async fn form(member: CurrentMember) -> Response {
         errors: FieldErrors::default(),
         visibility_max: VISIBILITY_MAX_SECS,
         attempts_max: MAX_ATTEMPTS_MAX,
+        form_id: once::new_id(),
     }
     .into_response()
 }
@@ -115,7 +124,21 @@ pub(crate) async fn submit(State(state): State<ConsoleState>, member: CurrentMem
         }
     };
 
+    // Every field's range at once, beside each field, rather than the control plane's first refusal.
+    let checked = QueueChanges {
+        name: (!name.is_empty()).then(|| name.clone()),
+        visibility_timeout_seconds: visibility,
+        max_attempts: attempts,
+        payload_size: payload,
+        storage_limit: None,
+    };
+    errors.add_api(checked.problems(), &FIELDS)?;
+
     if form.get("intent") != "preview" && errors.is_empty() {
+        let claim = match once::claim(&state, &member, &form).await? {
+            Ok(claim) => claim,
+            Err(replayed) => return Ok(replayed),
+        };
         let input = NewQueue {
             name: name.clone(),
             visibility_timeout_seconds: visibility,
@@ -125,16 +148,15 @@ pub(crate) async fn submit(State(state): State<ConsoleState>, member: CurrentMem
         };
         match queues::create(state.control(), member.id, input).await {
             Ok((queue, token)) => {
-                let page = CreatedPage {
-                    chrome: member.chrome(format!("Created {}", queue.name)),
-                    name: queue.name,
-                    slug: queue.slug.to_string(),
-                    address: queue.address,
-                    secret: token.secret.expose().to_owned(),
-                };
-                return Ok(page.into_response());
+                let shown = once::stash_secret(&state, &member, token.secret.expose()).await?;
+                let location = format!("/queues/{}/created?shown={shown}", queue.slug);
+                claim.done(&state, &location).await?;
+                return Ok(flash::see_other(&location));
             }
-            Err(err) => errors = FieldErrors::from_api(err, &FIELDS)?,
+            Err(err) => {
+                claim.release(&state).await?;
+                errors = FieldErrors::from_api(err, &FIELDS)?;
+            }
         }
     }
     let status = if errors.is_empty() { axum::http::StatusCode::OK } else { INVALID };
@@ -148,8 +170,40 @@ pub(crate) async fn submit(State(state): State<ConsoleState>, member: CurrentMem
         errors,
         visibility_max: VISIBILITY_MAX_SECS,
         attempts_max: MAX_ATTEMPTS_MAX,
+        form_id: once::new_id(),
     };
     Ok((status, page).into_response())
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ShownQuery {
+    #[serde(default)]
+    shown: String,
+}
+
+impl ShownQuery {
+    pub(crate) fn shown(&self) -> &str {
+        &self.shown
+    }
+}
+
+/// Where creating a queue lands: its address and, on the first view only, its first token.
+pub(crate) async fn created(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    PagePath(slug): PagePath<Slug>,
+    Query(query): Query<ShownQuery>,
+) -> PageResult {
+    let queue = load_queue(&state, &member, &slug).await?;
+    let secret = once::take_secret(&state, &member, &query.shown).await?;
+    let page = CreatedPage {
+        chrome: member.chrome(format!("Created {}", queue.name)),
+        name: queue.name,
+        slug: queue.slug.to_string(),
+        address: queue.address,
+        secret,
+    };
+    Ok(page.into_response())
 }
 
 #[derive(Deserialize)]

@@ -8,6 +8,7 @@ use crate::extract::{CurrentMember, FormData};
 use crate::flash;
 use crate::format;
 use crate::layout::Chrome;
+use crate::once;
 use crate::preview::{self, BodyPreview};
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
@@ -56,6 +57,7 @@ struct ConfirmPage {
     id: Option<String>,
     question: String,
     consequence: &'static str,
+    form_id: String,
 }
 
 /// What a dead-letter action does.
@@ -146,6 +148,7 @@ pub(crate) async fn confirm(
         id,
         question,
         consequence,
+        form_id: once::new_id(),
     })
 }
 
@@ -158,6 +161,11 @@ pub(crate) async fn act(
     let action = Action::parse(&action)?;
     let id = message_id(Some(form.get("id")))?;
     let queue = load_queue(&state, &member, &slug).await?;
+    // A resubmitted "replay all" would replay what died since; it is answered, not done again.
+    let claim = match once::claim(&state, &member, &form).await? {
+        Ok(claim) => claim,
+        Err(replayed) => return Ok(replayed),
+    };
     // Every dead letter only when the form says so (the confirmation's `all`), as the API asks.
     let selection = match (&id, form.get("all")) {
         (Some(id), _) => Selection::Ids(vec![id.clone()]),
@@ -175,5 +183,7 @@ pub(crate) async fn act(
         (1, _) => format!("{done} 1 dead letter."),
         (n, _) => format!("{done} {} dead letters.", format::count(n)),
     };
-    Ok(flash::redirect(&state, member.secure, &format!("/queues/{slug}/dead-letters"), &message))
+    let location = format!("/queues/{slug}/dead-letters");
+    claim.done(&state, &location).await?;
+    Ok(flash::redirect(&state, member.secure, &location, &message))
 }

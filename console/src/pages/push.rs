@@ -7,7 +7,7 @@
 //! beside it. The console only parses numbers, and leaves the batch-only fields out in message
 //! mode, where a browser without JavaScript still sends them.
 
-use super::push_actions::SecretPage;
+use super::push_actions::shown_secret;
 use super::push_log::{self, DeliveryRow};
 use super::{INVALID, load_queue};
 use crate::error::PageResult;
@@ -17,6 +17,7 @@ use crate::fields::{self, FieldErrors};
 use crate::flash;
 use crate::format;
 use crate::layout::Chrome;
+use crate::once;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::Queue;
@@ -135,6 +136,7 @@ pub(crate) struct PushPage {
     deliveries: Vec<DeliveryRow>,
     log_len: usize,
     ranges: Ranges,
+    form_id: String,
 }
 
 /// The queue's target, or `None` when push is off. Call it only after `load_queue`: the control
@@ -173,6 +175,7 @@ async fn push_page(
         deliveries: deliveries.into_iter().map(DeliveryRow::from).collect(),
         log_len: limits::LOG_LEN,
         ranges: RANGES,
+        form_id: once::new_id(),
     })
 }
 
@@ -207,6 +210,10 @@ pub(crate) async fn set(
     let timeout_seconds = optional(&mut errors, "timeout_seconds", form.get("timeout_seconds"));
     let concurrency = optional(&mut errors, "concurrency", form.get("concurrency"));
     if errors.is_empty() {
+        let claim = match once::claim(&state, &member, &form).await? {
+            Ok(claim) => claim,
+            Err(replayed) => return Ok(replayed),
+        };
         let input = PushInput {
             handler_url: form.get("handler_url").trim().to_owned(),
             mode: (!mode.is_empty()).then(|| mode.to_owned()),
@@ -218,16 +225,19 @@ pub(crate) async fn set(
         match push::set(state.control(), member.id, &slug, input).await {
             Ok(set) => {
                 return Ok(match set.signing_secret {
-                    Some(secret) => SecretPage::created(&member, &queue, &set.push, secret).into_response(),
-                    None => flash::redirect(
-                        &state,
-                        member.secure,
-                        &format!("/queues/{slug}/push"),
-                        "Push target saved. Deliveries use it within a few seconds.",
-                    ),
+                    Some(secret) => shown_secret(&state, &member, &slug, claim, &secret, false).await?,
+                    None => {
+                        let location = format!("/queues/{slug}/push");
+                        claim.done(&state, &location).await?;
+                        let message = "Push target saved. Deliveries use it within a few seconds.";
+                        flash::redirect(&state, member.secure, &location, message)
+                    }
                 });
             }
-            Err(err) => errors = FieldErrors::from_api(err, &FIELDS)?,
+            Err(err) => {
+                claim.release(&state).await?;
+                errors = FieldErrors::from_api(err, &FIELDS)?;
+            }
         }
     }
     let page = push_page(&state, &member, &queue, Some(TargetForm::typed(&form)), errors).await?;

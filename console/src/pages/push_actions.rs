@@ -1,16 +1,18 @@
 //! The Push tab's actions, each after a confirmation page: stopping push, and rotating the signing
 //! secret. Also the page that shows a signing secret once: after push is first set (`push::set`)
-//! and after a rotation, with the copy button and the "shown once" warning of token secrets.
+//! and after a rotation, with the copy button and the "shown once" warning of token secrets. The
+//! forms redirect to it, and a resubmitted rotation rotates nothing (see `once`).
 
 use super::load_queue;
 use super::push::target;
 use super::push_log::instant_of;
 use crate::error::{ConsoleError, PageResult};
-use crate::extract::CurrentMember;
 use crate::extract::PagePath;
+use crate::extract::{CurrentMember, FormData};
 use crate::flash;
 use crate::format;
 use crate::layout::Chrome;
+use crate::once::{self, Claim};
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::Queue;
@@ -19,7 +21,7 @@ use aqs_control_plane::slug::Slug;
 use aqs_core::secret::Secret;
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 
 /// The signing secret, shown once.
@@ -31,28 +33,62 @@ pub(crate) struct SecretPage {
     /// True after a rotation, false when push was just turned on.
     rotated: bool,
     handler_url: String,
-    secret: String,
+    /// On the first view only.
+    secret: Option<String>,
     /// Until when the replaced secret still signs (after a rotation).
     previous_until: Option<format::Instant>,
 }
 
 impl SecretPage {
-    fn new(member: &CurrentMember, queue: &Queue, target: &PushTarget, secret: Secret, rotated: bool) -> Self {
+    fn new(member: &CurrentMember, queue: &Queue, target: &PushTarget, secret: Option<String>, rotated: bool) -> Self {
         let nav = QueueNav::new(queue, Tab::Push);
         Self {
             chrome: member.chrome(nav.title(Tab::Push)),
             nav,
             rotated,
             handler_url: target.handler_url.clone(),
-            secret: secret.expose().to_owned(),
+            secret,
             previous_until: target.previous_secret_expires_at.as_ref().map(instant_of),
         }
     }
+}
 
-    /// After push was first set on the queue.
-    pub(crate) fn created(member: &CurrentMember, queue: &Queue, target: &PushTarget, secret: Secret) -> Self {
-        Self::new(member, queue, target, secret, false)
-    }
+/// Finishes a form that produced a signing secret: keeps it for the page the browser is sent to.
+pub(crate) async fn shown_secret(
+    state: &ConsoleState,
+    member: &CurrentMember,
+    slug: &Slug,
+    claim: Claim,
+    secret: &Secret,
+    rotated: bool,
+) -> PageResult {
+    let shown = once::stash_secret(state, member, secret.expose()).await?;
+    let location = format!("/queues/{slug}/push/secret?shown={shown}&rotated={rotated}");
+    claim.done(state, &location).await?;
+    Ok(flash::see_other(&location))
+}
+
+#[derive(serde::Deserialize)]
+pub(crate) struct SecretQuery {
+    #[serde(default)]
+    shown: String,
+    #[serde(default)]
+    rotated: bool,
+}
+
+/// The signing secret after push was set or rotated, on the first view only.
+pub(crate) async fn secret(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    PagePath(slug): PagePath<Slug>,
+    Query(query): Query<SecretQuery>,
+) -> PageResult {
+    let queue = load_queue(&state, &member, &slug).await?;
+    let Some(current) = target(&state, &member, &slug).await? else {
+        return Ok(push_off(&state, &member, &slug));
+    };
+    let secret = once::take_secret(&state, &member, &query.shown).await?;
+    Ok(SecretPage::new(&member, &queue, &current, secret, query.rotated).into_response())
 }
 
 /// What a confirmed push action does.
@@ -80,6 +116,7 @@ pub(crate) struct ConfirmPage {
     /// `stop` or `rotate-secret`: the path segment the form posts to.
     action: &'static str,
     handler_url: String,
+    form_id: String,
 }
 
 fn push_off(state: &ConsoleState, member: &CurrentMember, slug: &Slug) -> Response {
@@ -102,7 +139,13 @@ pub(crate) async fn confirm(
         Action::Stop => ("Stop push", "stop"),
         Action::RotateSecret => ("Rotate the signing secret", "rotate-secret"),
     };
-    let page = ConfirmPage { chrome: member.chrome(title), nav, action, handler_url: current.handler_url };
+    let page = ConfirmPage {
+        chrome: member.chrome(title),
+        nav,
+        action,
+        handler_url: current.handler_url,
+        form_id: once::new_id(),
+    };
     Ok(page.into_response())
 }
 
@@ -110,15 +153,22 @@ pub(crate) async fn act(
     State(state): State<ConsoleState>,
     member: CurrentMember,
     PagePath((slug, action)): PagePath<(Slug, String)>,
+    form: FormData,
 ) -> PageResult {
     let action = Action::parse(&action)?;
-    let queue = load_queue(&state, &member, &slug).await?;
+    load_queue(&state, &member, &slug).await?;
+    let claim = match once::claim(&state, &member, &form).await? {
+        Ok(claim) => claim,
+        Err(replayed) => return Ok(replayed),
+    };
     if target(&state, &member, &slug).await?.is_none() {
+        claim.release(&state).await?;
         return Ok(push_off(&state, &member, &slug));
     }
     match action {
         Action::Stop => {
             push::stop(state.control(), member.id, &slug).await?;
+            claim.done(&state, &format!("/queues/{slug}/push")).await?;
             let message = "Push stopped: the handler gets no more requests. Messages stay in the queue for \
                            consumers, and the signing secret is forgotten.";
             Ok(flash::redirect(&state, member.secure, &format!("/queues/{slug}/push"), message))
@@ -128,7 +178,7 @@ pub(crate) async fn act(
             let secret = set.signing_secret.ok_or_else(|| {
                 ConsoleError::Internal(anyhow::anyhow!("the control plane rotated without a new secret"))
             })?;
-            Ok(SecretPage::new(&member, &queue, &set.push, secret, true).into_response())
+            shown_secret(&state, &member, &slug, claim, &secret, true).await
         }
     }
 }

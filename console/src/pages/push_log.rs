@@ -19,6 +19,8 @@ pub(crate) struct DeliveryRow {
     /// The `badge` modifier of the outcome: `ok`, `warn` or `bad`.
     pub(crate) tone: &'static str,
     pub(crate) detail: String,
+    /// Where the request went: after a URL change, the old URL's failures are told apart.
+    pub(crate) handler_url: String,
 }
 
 pub(crate) fn instant_of(at: &DateTime<Utc>) -> format::Instant {
@@ -55,6 +57,7 @@ impl From<PushDelivery> for DeliveryRow {
             outcome,
             tone,
             detail: d.detail,
+            handler_url: d.handler_url,
         }
     }
 }
@@ -73,6 +76,7 @@ mod tests {
             latency_ms: 30_000,
             outcome: DeliveryOutcome::Retried,
             detail: "timed out".into(),
+            handler_url: "https://app.example.com/hook".into(),
         });
         assert_eq!(row.at.human, "2026-11-03 12:00:00 UTC");
         assert_eq!(row.status, "No answer");

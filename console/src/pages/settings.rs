@@ -9,6 +9,7 @@ use crate::extract::{CurrentMember, FormData};
 use crate::fields::{self, FieldErrors};
 use crate::flash;
 use crate::layout::Chrome;
+use crate::once;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::billing::account;
@@ -21,7 +22,7 @@ use askama_web::WebTemplate;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 
-const FIELDS: [&str; 4] = ["visibility_timeout_seconds", "max_attempts", "payload_size", "storage_limit"];
+const FIELDS: [&str; 5] = ["name", "visibility_timeout_seconds", "max_attempts", "payload_size", "storage_limit"];
 
 #[derive(Template, WebTemplate)]
 #[template(path = "settings.html")]
@@ -32,7 +33,12 @@ pub(crate) struct SettingsPage {
     attempts: String,
     payload_options: Vec<PayloadOption>,
     storage_mib: String,
+    /// The queue's display name; renaming keeps its slug (and so its address).
+    name: String,
     confirm_name: String,
+    /// One-time ids (see `once`): the settings form's, and the pause or resume form's.
+    form_id: String,
+    state_form_id: String,
     errors: FieldErrors,
     visibility_max: u32,
     attempts_max: u32,
@@ -68,7 +74,10 @@ impl SettingsPage {
             attempts: queue.max_attempts.to_string(),
             payload_options: payload_options(queue.payload_size),
             storage_mib: (queue.storage_limit / MIB).to_string(),
+            name: queue.name.clone(),
             confirm_name: String::new(),
+            form_id: once::new_id(),
+            state_form_id: once::new_id(),
             errors: FieldErrors::default(),
             visibility_max: VISIBILITY_MAX_SECS,
             attempts_max: MAX_ATTEMPTS_MAX,
@@ -110,13 +119,32 @@ pub(crate) async fn update(
     {
         errors.add("storage_limit", format!("must be between {min} and {} MiB", crate::format::count(max)));
     }
+    // Every field's range at once, beside each field, rather than the control plane's first refusal.
+    // A form without the field leaves the name as it is; a blank one is an error.
+    let name = form.has("name").then(|| form.get("name").trim().to_owned());
+    if name.as_deref() == Some("") {
+        errors.add("name", "give the queue a name");
+    }
+    let checked = QueueChanges {
+        name: name.clone().filter(|n| !n.is_empty()),
+        visibility_timeout_seconds: visibility,
+        max_attempts: attempts,
+        payload_size: payload,
+        storage_limit: None,
+    };
+    errors.add_api(checked.problems(), &FIELDS)?;
     let billed = state.control().billing().is_some();
     if billed && payload.is_some_and(|size| size > queue.payload_size) && form.get("confirm_add_on") != "yes" {
         errors.add("payload_size", "tick the box to confirm the monthly add-on price".to_owned());
     }
     if errors.is_empty() {
+        // A resubmitted old form would undo a later change: it is answered, not applied again.
+        let claim = match once::claim(&state, &member, &form).await? {
+            Ok(claim) => claim,
+            Err(replayed) => return Ok(replayed),
+        };
         let changes = QueueChanges {
-            name: None,
+            name,
             visibility_timeout_seconds: visibility,
             max_attempts: attempts,
             payload_size: payload,
@@ -124,17 +152,24 @@ pub(crate) async fn update(
         };
         match queues::update(state.control(), member.id, &slug, changes).await {
             Ok(saved) => {
+                let location = format!("/queues/{slug}/settings");
+                claim.done(&state, &location).await?;
                 let message = if payload.is_some_and(|size| size > saved.payload_size) {
                     "Settings saved. The add-on is waiting for Stripe: the larger size applies as soon as it is confirmed."
                 } else {
                     "Settings saved."
                 };
-                return Ok(flash::redirect(&state, member.secure, &format!("/queues/{slug}/settings"), message));
+                return Ok(flash::redirect(&state, member.secure, &location, message));
             }
-            // No card on file: through Stripe Checkout, which brings the member back to Billing.
-            Err(ApiError::PaymentRequired { setup_url, .. }) => return Ok(flash::see_other(&setup_url)),
-            Err(ApiError::OversizedMessagesStored { message, .. }) => errors.add("payload_size", message),
-            Err(err) => errors = FieldErrors::from_api(err, &FIELDS)?,
+            Err(err) => {
+                claim.release(&state).await?;
+                match err {
+                    // No card on file: through Stripe Checkout, which brings the member back to Billing.
+                    ApiError::PaymentRequired { setup_url, .. } => return Ok(flash::see_other(&setup_url)),
+                    ApiError::OversizedMessagesStored { message, .. } => errors.add("payload_size", message),
+                    err => errors = FieldErrors::from_api(err, &FIELDS)?,
+                }
+            }
         }
     }
     let mut page = SettingsPage::new(&member, &queue);
@@ -142,6 +177,9 @@ pub(crate) async fn update(
     page.attempts = form.get("max_attempts").trim().to_owned();
     page.payload_options = payload_options(payload.unwrap_or(queue.payload_size));
     page.storage_mib = form.get("storage_limit_mib").trim().to_owned();
+    if form.has("name") {
+        page.name = form.get("name").trim().to_owned();
+    }
     page.errors = errors;
     page.prices = prices(&state).await;
     Ok((INVALID, page).into_response())
@@ -151,19 +189,35 @@ pub(crate) async fn pause(
     State(state): State<ConsoleState>,
     member: CurrentMember,
     PagePath(slug): PagePath<Slug>,
+    form: FormData,
 ) -> PageResult<Response> {
+    load_queue(&state, &member, &slug).await?;
+    let claim = match once::claim(&state, &member, &form).await? {
+        Ok(claim) => claim,
+        Err(replayed) => return Ok(replayed),
+    };
     queues::pause(state.control(), member.id, &slug).await?;
+    let location = format!("/queues/{slug}/settings");
+    claim.done(&state, &location).await?;
     let message = "Queue paused: publishes and deliveries are refused until you resume it.";
-    Ok(flash::redirect(&state, member.secure, &format!("/queues/{slug}/settings"), message))
+    Ok(flash::redirect(&state, member.secure, &location, message))
 }
 
 pub(crate) async fn resume(
     State(state): State<ConsoleState>,
     member: CurrentMember,
     PagePath(slug): PagePath<Slug>,
+    form: FormData,
 ) -> PageResult<Response> {
+    load_queue(&state, &member, &slug).await?;
+    let claim = match once::claim(&state, &member, &form).await? {
+        Ok(claim) => claim,
+        Err(replayed) => return Ok(replayed),
+    };
     queues::resume(state.control(), member.id, &slug).await?;
-    Ok(flash::redirect(&state, member.secure, &format!("/queues/{slug}/settings"), "Queue resumed."))
+    let location = format!("/queues/{slug}/settings");
+    claim.done(&state, &location).await?;
+    Ok(flash::redirect(&state, member.secure, &location, "Queue resumed."))
 }
 
 pub(crate) async fn delete(

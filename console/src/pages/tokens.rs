@@ -1,6 +1,6 @@
 //! The Tokens tab: the queue's tokens (name, scopes, last four, created, last used), minting one
-//! (its secret shown once, on the page that answers the form) and revoking one after a
-//! confirmation page.
+//! (the form redirects to a page that shows its secret once; a resubmission mints nothing: see
+//! `once`) and revoking one after a confirmation page.
 
 use super::{INVALID, load_queue};
 use crate::error::{ConsoleError, PageResult};
@@ -10,6 +10,7 @@ use crate::fields::FieldErrors;
 use crate::flash;
 use crate::format;
 use crate::layout::Chrome;
+use crate::once;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::slug::Slug;
@@ -17,7 +18,7 @@ use aqs_control_plane::{NewToken, Token, tokens};
 use aqs_core::token::Scope;
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 
@@ -80,6 +81,7 @@ pub(crate) struct TokensPage {
     name: String,
     scopes: Vec<ScopeChoice>,
     errors: FieldErrors,
+    form_id: String,
 }
 
 #[derive(Template, WebTemplate)]
@@ -89,7 +91,8 @@ struct CreatedPage {
     nav: QueueNav,
     name: String,
     scopes: String,
-    secret: String,
+    /// On the first view only.
+    secret: Option<String>,
 }
 
 #[derive(Template, WebTemplate)]
@@ -118,6 +121,7 @@ async fn tokens_page(
         name,
         scopes: scope_choices(checked),
         errors,
+        form_id: once::new_id(),
     })
 }
 
@@ -137,26 +141,52 @@ pub(crate) async fn create(
 ) -> PageResult {
     let name = form.get("name").trim().to_owned();
     let scopes = form.all("scopes");
+    load_queue(&state, &member, &slug).await?;
+    let claim = match once::claim(&state, &member, &form).await? {
+        Ok(claim) => claim,
+        Err(replayed) => return Ok(replayed),
+    };
     let input = NewToken { name: name.clone(), scopes: scopes.iter().map(|s| s.to_string()).collect() };
     match tokens::mint(state.control(), member.id, &slug, input).await {
         Ok(created) => {
-            let queue = load_queue(&state, &member, &slug).await?;
-            let nav = QueueNav::new(&queue, Tab::Tokens);
-            let page = CreatedPage {
-                chrome: member.chrome(nav.title(Tab::Tokens)),
-                nav,
-                name: created.token.name.clone(),
-                scopes: scopes_text(&created.token.scopes),
-                secret: created.secret.expose().to_owned(),
-            };
-            Ok(page.into_response())
+            // The name last: it is the one part that may hold any character.
+            let shown =
+                format!("{}\n{}\n{}", scopes_text(&created.token.scopes), created.secret.expose(), created.token.name);
+            let shown = once::stash_secret(&state, &member, &shown).await?;
+            let location = format!("/queues/{slug}/tokens/created?shown={shown}");
+            claim.done(&state, &location).await?;
+            Ok(flash::see_other(&location))
         }
         Err(err) => {
+            claim.release(&state).await?;
             let errors = FieldErrors::from_api(err, &["name", "scopes"])?;
             let page = tokens_page(&state, &member, &slug, name, &scopes, errors).await?;
             Ok((INVALID, page).into_response())
         }
     }
+}
+
+/// Where minting lands: the token's secret on the first view; a reload says it was shown once.
+pub(crate) async fn created(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    PagePath(slug): PagePath<Slug>,
+    Query(query): Query<super::create_queue::ShownQuery>,
+) -> PageResult {
+    let queue = load_queue(&state, &member, &slug).await?;
+    let shown = once::take_secret(&state, &member, query.shown()).await?;
+    let mut parts = shown.as_deref().map(|text| text.splitn(3, '\n'));
+    let mut next = || parts.as_mut().and_then(Iterator::next).map(str::to_owned);
+    let (scopes, secret, name) = (next(), next(), next());
+    let nav = QueueNav::new(&queue, Tab::Tokens);
+    let page = CreatedPage {
+        chrome: member.chrome(nav.title(Tab::Tokens)),
+        nav,
+        name: name.unwrap_or_default(),
+        scopes: scopes.unwrap_or_default(),
+        secret,
+    };
+    Ok(page.into_response())
 }
 
 /// The member's token `id` of queue `slug`, or the 404 page.

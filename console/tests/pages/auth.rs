@@ -116,3 +116,43 @@ async fn a_stale_session_cookie_is_dropped_at_log_in(db: PgPool) {
     let answer = visitor.post("/login", &[("email", "ada@example.com"), ("password", PASSWORD)]).await;
     assert_eq!(answer.location(), "/", "the form's token matches after the stale cookie went: {}", answer.body);
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_session_cookie_copied_before_log_out_is_refused_after_it(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut visitor = Visitor::new(&app);
+    visitor.sign_up("ada@example.com").await;
+    visitor.create_queue("Jobs", "5").await;
+    let copied = visitor.cookie("aqs_session").unwrap().to_owned();
+    assert_eq!(visitor.get("/queues/jobs/tokens").await.status, 200);
+
+    let answer = visitor.post("/logout", &[]).await;
+    assert_eq!(answer.location(), "/login");
+
+    let mut thief = Visitor::new(&app);
+    thief.set_cookie("aqs_session", &copied);
+    let page = thief.get("/queues/jobs/tokens").await;
+    assert_eq!((page.status, page.location()), (303, "/login"), "the ended session opens nothing");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn log_out_everywhere_ends_the_other_sessions(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut laptop = Visitor::new(&app);
+    laptop.sign_up("ada@example.com").await;
+    let mut phone = Visitor::new(&app);
+    phone.get("/login").await;
+    let answer = phone.post("/login", &[("email", "ada@example.com"), ("password", PASSWORD)]).await;
+    assert_eq!(answer.location(), "/");
+    assert_eq!(phone.get("/").await.status, 200);
+
+    let page = laptop.get("/").await;
+    page.assert_contains("action=\"/logout-all\"");
+    let answer = laptop.post("/logout-all", &[]).await;
+    assert_eq!((answer.status, answer.location()), (303, "/login"));
+    assert!(answer.set_cookie("aqs_session").unwrap().contains("Max-Age=0"));
+    laptop.follow(answer).await.assert_contains("You are logged out everywhere.");
+
+    assert_eq!(phone.get("/").await.location(), "/login", "the other browser's session ended too");
+    assert_eq!(laptop.get("/").await.location(), "/login");
+}

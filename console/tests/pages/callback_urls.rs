@@ -81,7 +81,7 @@ async fn an_operator_authorises_and_withdraws_callback_urls(db: PgPool) {
     // The member sees it as help beside the URL field, and turns push on under it.
     let push = ada.get("/queues/jobs/push").await;
     push.assert_contains("<li><code>http://localhost:9/ada</code></li>");
-    assert_eq!(ada.post("/queues/jobs/push", &target("http://localhost:9/ada/jobs", "30")).await.status, 200);
+    assert_eq!(ada.post("/queues/jobs/push", &target("http://localhost:9/ada/jobs", "30")).await.status, 303);
 
     // Withdrawing a prefix that covers nothing stops nothing.
     let page = operator.get("/admin/callback-urls?email=ada@example.com").await;

@@ -35,6 +35,10 @@ async fn replay_one_and_purge_all_after_confirmation(db: PgPool) {
     let stats = app.engine.stats(queue.id, now_ms()).await.unwrap().unwrap();
     assert_eq!((stats.ready, stats.dead_letters), (1, 1));
 
+    // Resubmitting the same form is recognised; a fresh form for a gone letter says so.
+    let again = ada.post("/queues/jobs/dead-letters/replay", &[("id", id)]).await;
+    ada.follow(again).await.assert_contains("already sent; it was done once and not again");
+    ada.get(&format!("/queues/jobs/dead-letters/replay?id={id}")).await;
     let again = ada.post("/queues/jobs/dead-letters/replay", &[("id", id)]).await;
     ada.follow(again).await.assert_contains("That dead letter is no longer there");
 

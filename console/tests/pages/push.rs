@@ -114,7 +114,9 @@ async fn turning_push_on_shows_the_secret_once_and_rotation_shows_a_new_one(db: 
     authorise(&mut operator, "ada@example.com", "http://localhost:9/").await;
 
     ada.get("/queues/jobs/push").await;
-    let on = ada.post("/queues/jobs/push", &target("http://localhost:9/hooks/jobs", "45")).await;
+    let answer = ada.post("/queues/jobs/push", &target("http://localhost:9/hooks/jobs", "45")).await;
+    assert_eq!(answer.status, 303, "Post/Redirect/Get: {}", answer.body);
+    let on = ada.follow(answer).await;
     assert_eq!(on.status, 200, "{}", on.body);
     on.assert_contains("<h2>Push is on</h2>");
     on.assert_contains("This secret is shown once.");
@@ -150,7 +152,9 @@ async fn turning_push_on_shows_the_secret_once_and_rotation_shows_a_new_one(db: 
     assert_eq!(confirm.status, 200);
     confirm.assert_contains("The old secret keeps working for 24 hours");
     confirm.assert_contains("action=\"/queues/jobs/push/rotate-secret\"");
-    let rotated = ada.post("/queues/jobs/push/rotate-secret", &[]).await;
+    let answer = ada.post("/queues/jobs/push/rotate-secret", &[]).await;
+    assert_eq!(answer.status, 303, "Post/Redirect/Get: {}", answer.body);
+    let rotated = ada.follow(answer).await;
     assert_eq!(rotated.status, 200, "{}", rotated.body);
     rotated.assert_contains("<h2>New signing secret</h2>");
     rotated.assert_contains("The old secret keeps signing alongside it until");
@@ -172,7 +176,7 @@ async fn stopping_push_asks_for_confirmation(db: PgPool) {
     operator.sign_up(OPERATOR).await;
     authorise(&mut operator, "ada@example.com", "http://localhost:9/").await;
     ada.get("/queues/jobs/push").await;
-    assert_eq!(ada.post("/queues/jobs/push", &target("http://localhost:9/h", "30")).await.status, 200);
+    assert_eq!(ada.post("/queues/jobs/push", &target("http://localhost:9/h", "30")).await.status, 303);
 
     let push = ada.get("/queues/jobs/push").await;
     push.assert_contains("<a class=\"button danger\" href=\"/queues/jobs/push/stop\">Stop push…</a>");
@@ -199,8 +203,9 @@ async fn stopping_push_asks_for_confirmation(db: PgPool) {
     assert_eq!(ada.get("/queues/jobs/push/unknown").await.status, 404);
 
     // Turning it on again starts with a fresh secret.
+    ada.get("/queues/jobs/push").await;
     let on = ada.post("/queues/jobs/push", &target("http://localhost:9/h", "30")).await;
-    assert!(on.signing_secret().is_some());
+    assert!(ada.follow(on).await.signing_secret().is_some());
 }
 
 #[sqlx::test(migrations = "../migrations")]
@@ -219,7 +224,7 @@ async fn push_forms_need_the_csrf_token(db: PgPool) {
     assert_eq!(ada.post("/queues/jobs/push", &fields).await.status, 403);
     ada.get("/queues/jobs/push").await.assert_contains("Push is off.");
 
-    assert_eq!(ada.post("/queues/jobs/push", &target("http://localhost:9/h", "30")).await.status, 200);
+    assert_eq!(ada.post("/queues/jobs/push", &target("http://localhost:9/h", "30")).await.status, 303);
     for path in ["/queues/jobs/push/stop", "/queues/jobs/push/rotate-secret"] {
         assert_eq!(ada.post(path, &[("csrf", "")]).await.status, 403, "{path}");
     }
@@ -241,7 +246,7 @@ async fn another_members_push_tab_is_a_404_page(db: PgPool) {
     operator.sign_up(OPERATOR).await;
     authorise(&mut operator, "ada@example.com", "http://localhost:9/").await;
     ada.get("/queues/ada-jobs/push").await;
-    assert_eq!(ada.post("/queues/ada-jobs/push", &target("http://localhost:9/ada", "30")).await.status, 200);
+    assert_eq!(ada.post("/queues/ada-jobs/push", &target("http://localhost:9/ada", "30")).await.status, 303);
 
     let mut bob = Visitor::new(&app);
     bob.sign_up("bob@example.com").await;

@@ -46,7 +46,7 @@ async fn delivery_outcomes_are_listed_with_status_and_latency(db: PgPool) {
     ada.get("/queues/jobs/push").await.assert_contains("id=\"no-deliveries\"");
     let url = format!("{base}jobs");
     let on = ada.post("/queues/jobs/push", &target(&url, "30")).await;
-    assert_eq!(on.status, 200, "{}", on.body);
+    assert_eq!(on.status, 303, "{}", on.body);
 
     let queue = queue_of(&app, "ada@example.com", "jobs").await;
     publish(&app, &queue, "{\"hello\":1}", "application/json").await;
@@ -54,6 +54,7 @@ async fn delivery_outcomes_are_listed_with_status_and_latency(db: PgPool) {
     page.assert_contains("<span class=\"badge ok\">Acknowledged</span>");
     page.assert_contains("<td data-label=\"Status\" class=\"num\">200</td>");
     page.assert_contains(" ms</td>");
+    page.assert_contains(&format!("<td data-label=\"URL\" class=\"detail\"><code>{url}</code></td>"));
     page.assert_lacks("id=\"no-deliveries\"");
 
     publish(&app, &queue, "please reject me", "text/plain").await;

@@ -26,7 +26,7 @@ async fn create_queue_previews_the_address_then_shows_the_token_once(db: PgPool)
     ada.get("/").await.assert_contains("No queues yet");
 
     // Empty numbers mean the defaults.
-    let created = ada
+    let answer = ada
         .post(
             "/new",
             &[
@@ -38,6 +38,9 @@ async fn create_queue_previews_the_address_then_shows_the_token_once(db: PgPool)
             ],
         )
         .await;
+    assert_eq!(answer.status, 303, "Post/Redirect/Get: {}", answer.body);
+    assert!(answer.location().starts_with("/queues/image-jobs/created?shown="), "{}", answer.location());
+    let created = ada.follow(answer).await;
     assert_eq!(created.status, 200, "{}", created.body);
     let secret = created.secret().expect("the secret is shown");
     assert!(secret.starts_with("acq_") && secret.len() > 30, "{secret}");
@@ -150,4 +153,29 @@ async fn the_queue_limit_is_a_form_error(db: PgPool) {
     let page = ada.post("/new", &[("name", "one more"), ("intent", "create")]).await;
     assert_eq!(page.status, 422);
     page.assert_contains("role=\"alert\">A member may have at most 10 queues; delete one to create another.");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn create_queue_shows_every_field_error_at_once(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.get("/new").await;
+    let page = ada
+        .post(
+            "/new",
+            &[
+                ("name", ""),
+                ("visibility_timeout_seconds", "0"),
+                ("max_attempts", "500"),
+                ("payload_size", "1048576"),
+                ("intent", "create"),
+            ],
+        )
+        .await;
+    assert_eq!(page.status, 422);
+    page.assert_contains("id=\"name-error\">Give the queue a name.");
+    page.assert_contains("id=\"visibility-error\">Must be between 1 and 43200.");
+    page.assert_contains("id=\"attempts-error\">Must be between 1 and 100.");
+    ada.get("/").await.assert_contains("No queues yet");
 }

@@ -73,3 +73,42 @@ async fn pause_resume_and_delete_by_typing_the_name(db: PgPool) {
     list.assert_contains("No queues yet");
     assert_eq!(ada.get("/queues/image-jobs").await.status, 404);
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn settings_show_every_field_error_at_once(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.create_queue("jobs", "5").await;
+    ada.get("/queues/jobs/settings").await;
+    let page = ada.post("/queues/jobs/settings", &settings("0", "500", "0")).await;
+    assert_eq!(page.status, 422);
+    page.assert_contains("id=\"visibility-error\">Must be between 1 and 43200.");
+    page.assert_contains("id=\"attempts-error\">Must be between 1 and 100.");
+    page.assert_contains("id=\"storage-error\">Must be between 1 and 102,400 MiB.");
+    assert_eq!(queue_of(&app, "ada@example.com", "jobs").await.max_attempts, 5);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn renaming_a_queue_keeps_its_slug(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.create_queue("Image Jobs", "5").await;
+    let page = ada.get("/queues/image-jobs/settings").await;
+    page.assert_contains("name=\"name\" type=\"text\" required maxlength=\"64\" value=\"Image Jobs\"");
+    page.assert_contains("<code id=\"delete-slug\">image-jobs</code>");
+
+    let mut fields = settings("30", "5", "1024");
+    fields.push(("name", ""));
+    let page = ada.post("/queues/image-jobs/settings", &fields).await;
+    assert_eq!(page.status, 422);
+    page.assert_contains("id=\"name-error\">Give the queue a name.");
+
+    fields.pop();
+    fields.push(("name", "Thumbnails"));
+    let saved = ada.post("/queues/image-jobs/settings", &fields).await;
+    assert_eq!(saved.location(), "/queues/image-jobs/settings");
+    ada.follow(saved).await.assert_contains("value=\"Thumbnails\"");
+    assert_eq!(queue_of(&app, "ada@example.com", "image-jobs").await.name, "Thumbnails");
+}

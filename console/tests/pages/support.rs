@@ -89,10 +89,15 @@ impl Page {
 
     /// The value of the first `<input>`-style attribute pair `name="{name}" value="…"`.
     pub fn input_value(&self, name: &str) -> Option<String> {
+        Self::input_value_in(&self.body, name)
+    }
+
+    /// The same, in a part of a page (e.g. after one form's opening tag).
+    pub fn input_value_in(html: &str, name: &str) -> Option<String> {
         let marker = format!("name=\"{name}\" value=\"");
-        let start = self.body.find(&marker)? + marker.len();
-        let end = self.body[start..].find('"')?;
-        Some(self.body[start..start + end].to_owned())
+        let start = html.find(&marker)? + marker.len();
+        let end = html[start..].find('"')?;
+        Some(html[start..start + end].to_owned())
     }
 
     /// The token secret shown once after creating a queue or a token.
@@ -137,6 +142,8 @@ pub struct Visitor {
     http: reqwest::Client,
     cookies: Vec<(String, String)>,
     pub csrf: Option<String>,
+    /// The one-time form id of the last page's form, sent with the next POST like a browser would.
+    pub form_id: Option<String>,
     /// Extra headers on every request (e.g. `X-Forwarded-Proto`).
     pub headers: HeaderMap,
 }
@@ -144,7 +151,7 @@ pub struct Visitor {
 impl Visitor {
     pub fn new(app: &TestConsole) -> Self {
         let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-        Self { base: app.base.clone(), http, cookies: Vec::new(), csrf: None, headers: HeaderMap::new() }
+        Self { base: app.base.clone(), http, cookies: Vec::new(), csrf: None, form_id: None, headers: HeaderMap::new() }
     }
 
     pub fn cookie(&self, name: &str) -> Option<&str> {
@@ -178,6 +185,9 @@ impl Visitor {
         if let Some(token) = page.input_value("csrf") {
             self.csrf = Some(token);
         }
+        if let Some(id) = page.input_value("form_id") {
+            self.form_id = Some(id);
+        }
         page
     }
 
@@ -193,6 +203,11 @@ impl Visitor {
             && let Some(token) = &self.csrf
         {
             pairs.push(("csrf".into(), token.clone()));
+        }
+        if !fields.iter().any(|(k, _)| *k == "form_id")
+            && let Some(id) = &self.form_id
+        {
+            pairs.push(("form_id".into(), id.clone()));
         }
         let body: String = form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish();
         let request = self
@@ -218,10 +233,11 @@ impl Visitor {
         self.follow(page).await
     }
 
-    /// Creates a queue through the form; returns the page that shows its first token.
+    /// Creates a queue through the form and follows its redirect; returns the page that shows
+    /// its first token.
     pub async fn create_queue(&mut self, name: &str, attempts: &str) -> Page {
         self.get("/new").await;
-        let page = self
+        let answer = self
             .post(
                 "/new",
                 &[
@@ -233,6 +249,8 @@ impl Visitor {
                 ],
             )
             .await;
+        assert_eq!(answer.status, 303, "{}", answer.body);
+        let page = self.follow(answer).await;
         assert_eq!(page.status, 200, "{}", page.body);
         page
     }

@@ -15,7 +15,9 @@ async fn mint_list_and_revoke_a_token(db: PgPool) {
     list.assert_contains("send, consume, manage");
     list.assert_contains("Never");
 
-    let created = ada.post("/queues/jobs/tokens", &[("name", "resize worker"), ("scopes", "consume")]).await;
+    let answer = ada.post("/queues/jobs/tokens", &[("name", "resize worker"), ("scopes", "consume")]).await;
+    assert_eq!(answer.status, 303, "Post/Redirect/Get: {}", answer.body);
+    let created = ada.follow(answer).await;
     assert_eq!(created.status, 200, "{}", created.body);
     let secret = created.secret().expect("the new secret");
     created.assert_contains("Token “resize worker” created");

@@ -20,6 +20,8 @@ pub fn router(state: ControlPlane) -> Router {
         .route("/api/v1/auth/signup", post(auth::signup))
         .route("/api/v1/auth/login", post(auth::login))
         .route("/api/v1/auth/me", get(auth::me))
+        .route("/api/v1/auth/logout", post(auth::logout))
+        .route("/api/v1/auth/logout-all", post(auth::logout_all))
         .route("/api/v1/queues", post(queues::create).get(queues::list))
         .route("/api/v1/queues/{slug}", get(queues::get).patch(queues::update).delete(queues::delete))
         .route("/api/v1/queues/{slug}/pause", post(queues::pause))

@@ -72,14 +72,15 @@ async fn authenticated_routes_refuse_missing_invalid_and_expired_sessions(db: Pg
     let secret = app.config.session_secret.expose().to_owned();
     let now = chrono::Utc::now().timestamp();
 
-    let valid = jwt(&secret, member, now, now + 60);
-    app.get(&valid, "/api/v1/queues").await.expect(200);
+    app.get(body["session"].as_str().unwrap(), "/api/v1/queues").await.expect(200);
 
     app.call(Method::GET, "/api/v1/queues", None, None).await.expect_error(401, "unauthorized");
     let basic = app.client.get(format!("{}/api/v1/queues", app.base)).header("Authorization", "Basic YTpi");
     app.raw(basic).await.expect_error(401, "unauthorized");
     for bad in [
         "garbage".to_owned(),
+        // Signed with our secret but naming no session row: never issued by a log-in.
+        jwt(&secret, member, now, now + 60),
         jwt(&secret, member, now - 13 * 3600, now - 3600),
         jwt(&secret, member, now - 13 * 3600, now - 1),
         jwt("another-secret-that-is-long-enough-too", member, now, now + 60),
@@ -135,4 +136,35 @@ async fn the_bearer_scheme_is_case_insensitive(db: PgPool) {
     }
     let request = app.client.get(format!("{}/api/v1/auth/me", app.base));
     app.raw(request.header("authorization", format!("Token {session}"))).await.expect_error(401, "unauthorized");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_session_token_ends_at_log_out(db: PgPool) {
+    let app = spawn_app(db).await;
+    let first = app.signup("ada@example.com", PASSWORD).await.expect(201)["session"].as_str().unwrap().to_owned();
+    let second = app.login("ada@example.com", PASSWORD).await.expect(200)["session"].as_str().unwrap().to_owned();
+    app.get(&first, "/api/v1/auth/me").await.expect(200);
+
+    let reply = app.call(Method::POST, "/api/v1/auth/logout", Some(&first), None).await;
+    assert_eq!(reply.status, 204, "{}", reply.text);
+    app.get(&first, "/api/v1/queues").await.expect_error(401, "unauthorized");
+    app.call(Method::POST, "/api/v1/auth/logout", Some(&first), None).await.expect_error(401, "unauthorized");
+    app.get(&second, "/api/v1/queues").await.expect(200);
+    app.call(Method::POST, "/api/v1/auth/logout", None, None).await.expect_error(401, "unauthorized");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn log_out_everywhere_ends_every_session_of_the_member(db: PgPool) {
+    let app = spawn_app(db).await;
+    let first = app.signup("ada@example.com", PASSWORD).await.expect(201)["session"].as_str().unwrap().to_owned();
+    let second = app.login("ada@example.com", PASSWORD).await.expect(200)["session"].as_str().unwrap().to_owned();
+    let other = app.member("bob@example.com").await;
+
+    let reply = app.call(Method::POST, "/api/v1/auth/logout-all", Some(&second), None).await.expect(200);
+    assert_eq!(reply["sessions_ended"], 2);
+    app.get(&first, "/api/v1/auth/me").await.expect_error(401, "unauthorized");
+    app.get(&second, "/api/v1/auth/me").await.expect_error(401, "unauthorized");
+    app.get(&other, "/api/v1/auth/me").await.expect(200);
+    let fresh = app.login("ada@example.com", PASSWORD).await.expect(200)["session"].as_str().unwrap().to_owned();
+    app.get(&fresh, "/api/v1/auth/me").await.expect(200);
 }

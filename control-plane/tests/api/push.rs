@@ -221,6 +221,7 @@ async fn the_delivery_log_is_readable(db: PgPool) {
         latency_ms: 42,
         outcome: aqs_core::push::DeliveryOutcome::Retried,
         detail: "handler answered 503".into(),
+        handler_url: "https://app.example.com/old".into(),
     };
     let _: () =
         app.redis.clone().lpush(app.keys.queue(id).push_log(), serde_json::to_string(&entry).unwrap()).await.unwrap();
@@ -228,7 +229,8 @@ async fn the_delivery_log_is_readable(db: PgPool) {
     assert_eq!(
         log["deliveries"][0],
         json!({"at": "2026-11-03T12:00:00Z", "message_id": "9c1f0a2b4d5e4f6a8b7c9d0e1f2a3b4c", "messages": 1,
-               "status": 503, "latency_ms": 42, "outcome": "retried", "detail": "handler answered 503"})
+               "status": 503, "latency_ms": 42, "outcome": "retried", "detail": "handler answered 503",
+               "handler_url": "https://app.example.com/old"})
     );
 }
 

@@ -54,7 +54,12 @@ pub async fn deliver(state: &DataPlane, settings: &PushSettings, deliveries: Vec
     let verdict = outcome::batch(&attempt.answer);
     match apply(state, settings, &deliveries, &verdict).await {
         Ok(outcome) => {
-            log::record(state, settings.queue, &record(&attempt, &batch_id, deliveries.len(), outcome, &verdict)).await
+            log::record(
+                state,
+                settings.queue,
+                &record(&attempt, &settings.record.handler_url, &batch_id, deliveries.len(), outcome, &verdict),
+            )
+            .await
         }
         Err(err) => tracing::warn!(error = %err, queue = %settings.queue, "cannot settle a push batch"),
     }
@@ -116,6 +121,7 @@ async fn retry_one(
 
 fn record(
     attempt: &Attempt,
+    handler_url: &str,
     id: &str,
     messages: usize,
     outcome: DeliveryOutcome,
@@ -139,5 +145,6 @@ fn record(
         latency_ms: attempt.latency.as_millis() as u64,
         outcome,
         detail,
+        handler_url: handler_url.to_owned(),
     }
 }

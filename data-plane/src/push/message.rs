@@ -53,7 +53,8 @@ pub async fn deliver(state: &DataPlane, settings: &PushSettings, delivery: Deliv
             return;
         }
     };
-    log::record(state, settings.queue, &record(&attempt, &id, 1, outcome, &verdict)).await;
+    log::record(state, settings.queue, &record(&attempt, &settings.record.handler_url, &id, 1, outcome, &verdict))
+        .await;
 }
 
 /// Applies a verdict to one delivery's lease.
@@ -101,6 +102,7 @@ pub fn receipt(settings: &PushSettings, delivery: &Delivery) -> Receipt {
 
 pub fn record(
     attempt: &Attempt,
+    handler_url: &str,
     id: &str,
     messages: u32,
     outcome: DeliveryOutcome,
@@ -123,5 +125,6 @@ pub fn record(
         latency_ms: attempt.latency.as_millis() as u64,
         outcome,
         detail,
+        handler_url: handler_url.to_owned(),
     }
 }

@@ -1,0 +1,111 @@
+//! Forms that are safe to resubmit. Every state-changing form carries a one-time id (the hidden
+//! `form_id` field); the first submission claims it in Redis and records where its result is
+//! shown, so a reload, a Back-and-resubmit or a double click is answered with a redirect to that
+//! result and never acts twice. A secret the action produced is kept (briefly, in Redis only) for
+//! the page the form redirects to, which takes it once: a reload of that page shows it no more.
+
+use crate::error::{ConsoleError, PageResult};
+use crate::extract::{CurrentMember, FormData};
+use crate::flash;
+use crate::state::ConsoleState;
+use axum::response::Response;
+
+/// The hidden field of every state-changing form.
+pub(crate) const FIELD: &str = "form_id";
+/// How long a submitted form id is remembered: longer than anyone keeps a tab open to resubmit.
+const FORM_TTL_SECS: u64 = 24 * 3600;
+/// How long a secret waits for its page: the redirect follows at once.
+const SECRET_TTL_SECS: u64 = 300;
+
+/// A fresh id for a form about to be rendered.
+pub(crate) fn new_id() -> String {
+    hex::encode(rand::random::<[u8; 16]>())
+}
+
+/// The first submission of a form: finish it with [`Claim::done`], or [`Claim::release`] it when
+/// the form is shown again with errors, so the corrected form can be sent with the same id.
+pub(crate) struct Claim {
+    key: String,
+}
+
+/// Claims the form's id. `Err(response)`: the form was submitted before, and the response sends
+/// the browser to what that submission did.
+pub(crate) async fn claim(
+    state: &ConsoleState,
+    member: &CurrentMember,
+    form: &FormData,
+) -> PageResult<Result<Claim, Response>> {
+    let id = form.get(FIELD);
+    if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(ConsoleError::BadRequest("This form is out of date: reload the page and send it again.".into()));
+    }
+    let key = state.control().keys().console_form(&member.id.as_uuid().to_string(), id);
+    let mut redis = state.control().redis();
+    let first: Option<String> = redis::cmd("SET")
+        .arg(&key)
+        .arg("")
+        .arg("NX")
+        .arg("EX")
+        .arg(FORM_TTL_SECS)
+        .query_async(&mut redis)
+        .await
+        .map_err(internal)?;
+    if first.is_some() {
+        return Ok(Ok(Claim { key }));
+    }
+    let location: Option<String> = redis::cmd("GET").arg(&key).query_async(&mut redis).await.map_err(internal)?;
+    let location = location.filter(|l| !l.is_empty()).unwrap_or_else(|| "/".to_owned());
+    let message = "This form was already sent; it was done once and not again.";
+    Ok(Err(flash::redirect(state, member.secure, &location, message)))
+}
+
+impl Claim {
+    /// Records where the result is shown; replays are sent there.
+    pub(crate) async fn done(self, state: &ConsoleState, location: &str) -> PageResult<()> {
+        let mut redis = state.control().redis();
+        redis::cmd("SET")
+            .arg(&self.key)
+            .arg(location)
+            .arg("XX")
+            .arg("KEEPTTL")
+            .query_async::<()>(&mut redis)
+            .await
+            .map_err(internal)
+    }
+
+    /// Forgets the claim: nothing was done.
+    pub(crate) async fn release(self, state: &ConsoleState) -> PageResult<()> {
+        let mut redis = state.control().redis();
+        redis::cmd("DEL").arg(&self.key).query_async::<()>(&mut redis).await.map_err(internal)
+    }
+}
+
+/// Keeps `secret` for the member's next page; returns the id that page takes it by.
+pub(crate) async fn stash_secret(state: &ConsoleState, member: &CurrentMember, secret: &str) -> PageResult<String> {
+    let id = new_id();
+    let key = state.control().keys().console_secret(&member.id.as_uuid().to_string(), &id);
+    let mut redis = state.control().redis();
+    redis::cmd("SET")
+        .arg(&key)
+        .arg(secret)
+        .arg("EX")
+        .arg(SECRET_TTL_SECS)
+        .query_async::<()>(&mut redis)
+        .await
+        .map_err(internal)?;
+    Ok(id)
+}
+
+/// The stashed secret `id`, once: the second call (a reload) gets `None`.
+pub(crate) async fn take_secret(state: &ConsoleState, member: &CurrentMember, id: &str) -> PageResult<Option<String>> {
+    if id.is_empty() {
+        return Ok(None);
+    }
+    let key = state.control().keys().console_secret(&member.id.as_uuid().to_string(), id);
+    let mut redis = state.control().redis();
+    redis::cmd("GETDEL").arg(&key).query_async(&mut redis).await.map_err(internal)
+}
+
+fn internal(err: redis::RedisError) -> ConsoleError {
+    ConsoleError::from(aqs_core::ApiError::from(err))
+}

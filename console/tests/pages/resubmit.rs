@@ -1,0 +1,142 @@
+//! Reload, Back and resubmit: every state-changing form redirects after acting, and a replayed
+//! submission (same one-time form id) is answered with the first result, never done twice.
+//! Secrets are shown on the first view of the page after the redirect only.
+
+use super::push::{authorise, target};
+use super::support::{OPERATOR, Page, Visitor, queue_of, spawn_console};
+use sqlx::PgPool;
+
+const CREATE: [(&str, &str); 5] = [
+    ("name", "Image Jobs"),
+    ("visibility_timeout_seconds", "30"),
+    ("max_attempts", "5"),
+    ("payload_size", "1048576"),
+    ("intent", "create"),
+];
+
+#[sqlx::test(migrations = "../migrations")]
+async fn replaying_the_create_queue_post_makes_no_second_queue(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.get("/new").await;
+    let form_id = ada.form_id.clone().expect("the form carries a one-time id");
+    let mut fields = CREATE.to_vec();
+    fields.push(("form_id", &form_id));
+
+    let first = ada.post("/new", &fields).await;
+    assert_eq!(first.status, 303, "{}", first.body);
+    let location = first.location().to_owned();
+    let shown = ada.follow(first).await;
+    let secret = shown.secret().expect("the first token, shown once");
+
+    // A reload of the page after the redirect: the queue, but the secret no more.
+    let reload = ada.get(&location).await;
+    assert_eq!(reload.status, 200);
+    reload.assert_lacks(&secret);
+    assert_eq!(reload.secret(), None);
+    reload.assert_contains("shown once and is not shown again");
+
+    // Back and resubmit: the same form id is answered with the first result.
+    let replay = ada.post("/new", &fields).await;
+    assert_eq!((replay.status, replay.location()), (303, location.as_str()));
+    let page = ada.follow(replay).await;
+    page.assert_contains("already sent; it was done once and not again");
+    assert_eq!(page.secret(), None);
+
+    let list = ada.get("/").await;
+    assert_eq!(list.body.matches("href=\"/queues/image-jobs\"").count(), 1, "{}", list.body);
+    assert!(!list.body.contains("image-jobs-2"), "no second queue: {}", list.body);
+    let tokens = ada.get("/queues/image-jobs/tokens").await;
+    assert_eq!(tokens.body.matches("data-label=\"Name\">default</th>").count(), 1);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn replaying_a_mint_makes_no_second_token(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.create_queue("jobs", "5").await;
+    ada.get("/queues/jobs/tokens").await;
+    let form_id = ada.form_id.clone().expect("the mint form carries a one-time id");
+    let fields = [("name", "worker"), ("scopes", "consume"), ("form_id", form_id.as_str())];
+
+    let first = ada.post("/queues/jobs/tokens", &fields).await;
+    let location = first.location().to_owned();
+    let created = ada.follow(first).await;
+    let secret = created.secret().expect("the secret, once");
+    let reload = ada.get(&location).await;
+    assert_eq!(reload.secret(), None, "a reload shows the secret no more");
+    reload.assert_lacks(&secret);
+
+    let replay = ada.post("/queues/jobs/tokens", &fields).await;
+    assert_eq!((replay.status, replay.location()), (303, location.as_str()));
+    let list = ada.get("/queues/jobs/tokens").await;
+    assert_eq!(list.body.matches("data-label=\"Name\">worker</th>").count(), 1, "{}", list.body);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_form_without_its_one_time_id_acts_not(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.get("/new").await;
+    let page = ada.post("/new", &[CREATE.as_slice(), &[("form_id", "")]].concat()).await;
+    assert_eq!(page.status, 400);
+    ada.get("/").await.assert_contains("No queues yet");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn replaying_rotate_secret_does_not_retire_the_new_secret(db: PgPool) {
+    let app = spawn_console(db.clone()).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.create_queue("jobs", "5").await;
+    let mut operator = Visitor::new(&app);
+    operator.sign_up(OPERATOR).await;
+    authorise(&mut operator, "ada@example.com", "http://127.0.0.1:9/").await;
+    ada.get("/queues/jobs/push").await;
+    let on = ada.post("/queues/jobs/push", &target("http://127.0.0.1:9/h", "30")).await;
+    let original = ada.follow(on).await.signing_secret().expect("the first secret");
+
+    ada.get("/queues/jobs/push/rotate-secret").await;
+    let form_id = ada.form_id.clone().expect("the confirmation carries a one-time id");
+    let first = ada.post("/queues/jobs/push/rotate-secret", &[("form_id", form_id.as_str())]).await;
+    let location = first.location().to_owned();
+    let rotated = ada.follow(first).await.signing_secret().expect("the new secret, once");
+    assert_eq!(ada.get(&location).await.signing_secret(), None, "a reload shows it no more");
+
+    let replay = ada.post("/queues/jobs/push/rotate-secret", &[("form_id", form_id.as_str())]).await;
+    assert_eq!((replay.status, replay.location()), (303, location.as_str()));
+    let queue = queue_of(&app, "ada@example.com", "jobs").await;
+    let (secret, previous): (String, Option<String>) =
+        sqlx::query_as("SELECT secret, previous_secret FROM push_targets WHERE queue_id = $1")
+            .bind(queue.id.0)
+            .fetch_one(&db)
+            .await
+            .unwrap();
+    assert_eq!(secret, rotated, "the new secret still signs");
+    assert_eq!(previous.as_deref(), Some(original.as_str()), "the old one keeps its 24 hours");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn replaying_an_old_pause_does_not_pause_a_resumed_queue(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.create_queue("jobs", "5").await;
+    ada.get("/queues/jobs/settings").await;
+    let page = ada.get("/queues/jobs/settings").await;
+    let marker = "action=\"/queues/jobs/pause\">";
+    let at = page.body.find(marker).expect("the pause form") + marker.len();
+    let pause_id = Page::input_value_in(&page.body[at..], "form_id").expect("the pause form's id");
+
+    let paused = ada.post("/queues/jobs/pause", &[("form_id", pause_id.as_str())]).await;
+    ada.follow(paused).await.assert_contains("Queue paused");
+    let resumed = ada.post("/queues/jobs/resume", &[]).await;
+    ada.follow(resumed).await.assert_contains("Queue resumed.");
+
+    let replay = ada.post("/queues/jobs/pause", &[("form_id", pause_id.as_str())]).await;
+    ada.follow(replay).await.assert_contains("already sent; it was done once and not again");
+    assert!(!queue_of(&app, "ada@example.com", "jobs").await.paused, "the replay paused nothing");
+}

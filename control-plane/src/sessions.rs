@@ -1,0 +1,67 @@
+//! Session rows: what makes a signed session JWT end before it expires. Every authenticated
+//! request looks its session up together with its member, in the one indexed query that used to
+//! load the member alone, so checking revocation costs nothing extra and a log-out is effective at
+//! once on every process (there is no cache to go stale).
+
+use crate::db_error::db_error;
+use crate::members::{Member, MemberId, MemberRow};
+use crate::session::SESSION_SECS;
+use aqs_core::ApiResult;
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+/// Records a new session for `member`; returns its id and when it was issued (Unix seconds).
+pub(crate) async fn start(db: &PgPool, member: MemberId) -> ApiResult<(Uuid, i64)> {
+    let id = Uuid::new_v4();
+    let issued = Utc::now().timestamp();
+    let expires = DateTime::<Utc>::from_timestamp(issued + SESSION_SECS, 0).unwrap_or_else(Utc::now);
+    sqlx::query("INSERT INTO sessions (id, member_id, expires_at) VALUES ($1, $2, $3)")
+        .bind(id)
+        .bind(member.as_uuid())
+        .bind(expires)
+        .execute(db)
+        .await
+        .map_err(db_error)?;
+    Ok((id, issued))
+}
+
+/// The member of session `sid`, if the session is theirs, unrevoked and unexpired.
+pub(crate) async fn live_member(db: &PgPool, member: Uuid, sid: Uuid) -> ApiResult<Option<Member>> {
+    sqlx::query_as::<_, MemberRow>(
+        "SELECT m.id, m.email, m.role, m.created_at FROM sessions s JOIN members m ON m.id = s.member_id
+         WHERE s.id = $1 AND s.member_id = $2 AND s.revoked_at IS NULL AND s.expires_at > now()",
+    )
+    .bind(sid)
+    .bind(member)
+    .fetch_optional(db)
+    .await
+    .map(|row| row.map(Member::from))
+    .map_err(db_error)
+}
+
+/// Ends session `sid` of `member`; false when it was not live (already ended or expired).
+pub(crate) async fn revoke(db: &PgPool, member: Uuid, sid: Uuid) -> ApiResult<bool> {
+    let ended = sqlx::query(
+        "UPDATE sessions SET revoked_at = now()
+         WHERE id = $1 AND member_id = $2 AND revoked_at IS NULL AND expires_at > now()",
+    )
+    .bind(sid)
+    .bind(member)
+    .execute(db)
+    .await
+    .map_err(db_error)?
+    .rows_affected();
+    Ok(ended == 1)
+}
+
+/// Ends every session of `member`; returns how many were live.
+pub(crate) async fn revoke_all(db: &PgPool, member: MemberId) -> ApiResult<u64> {
+    let ended = sqlx::query("UPDATE sessions SET revoked_at = now() WHERE member_id = $1 AND revoked_at IS NULL")
+        .bind(member.as_uuid())
+        .execute(db)
+        .await
+        .map_err(db_error)?
+        .rows_affected();
+    Ok(ended)
+}
