@@ -161,16 +161,17 @@ pub(crate) async fn act(
     let action = Action::parse(&action)?;
     let id = message_id(Some(form.get("id")))?;
     let queue = load_queue(&state, &member, &slug).await?;
-    // A resubmitted "replay all" would replay what died since; it is answered, not done again.
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
-    };
     // Every dead letter only when the form says so (the confirmation's `all`), as the API asks.
+    // Checked before the form's one-time id is claimed, so a refused post leaves the form usable.
     let selection = match (&id, form.get("all")) {
         (Some(id), _) => Selection::Ids(vec![id.clone()]),
         (None, "true") => Selection::All,
         (None, _) => return Err(ConsoleError::BadRequest("choose a dead letter, or confirm all of them".into())),
+    };
+    // A resubmitted "replay all" would replay what died since; it is answered, not done again.
+    let claim = match once::claim(&state, &member, &form).await? {
+        Ok(claim) => claim,
+        Err(replayed) => return Ok(replayed),
     };
     let n = match action {
         Action::Replay => state.engine().replay_dead_letters(queue.id, &selection).await?,

@@ -94,9 +94,9 @@ async fn replaying_rotate_secret_does_not_retire_the_new_secret(db: PgPool) {
     ada.create_queue("jobs", "5").await;
     let mut operator = Visitor::new(&app);
     operator.sign_up(OPERATOR).await;
-    authorise(&mut operator, "ada@example.com", "http://127.0.0.1:9/").await;
+    authorise(&mut operator, "ada@example.com", "http://localhost:9/").await;
     ada.get("/queues/jobs/push").await;
-    let on = ada.post("/queues/jobs/push", &target("http://127.0.0.1:9/h", "30")).await;
+    let on = ada.post("/queues/jobs/push", &target("http://localhost:9/h", "30")).await;
     let original = ada.follow(on).await.signing_secret().expect("the first secret");
 
     ada.get("/queues/jobs/push/rotate-secret").await;
