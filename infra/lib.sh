@@ -143,10 +143,16 @@ stop_postgres() {
   "${run[@]}" "$(pg_bin)/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
 }
 
+# stop_pid PID [SIGNAL]: ends a process this shell started (SIGTERM unless told) and waits for it.
+# Never fails: under `set -e` a failing wait (it reports the signal the process died of) would cut
+# the caller's cleanup short and leave the rest running.
+stop_pid() {
+  if [ -n "$1" ] && kill "-${2:-TERM}" "$1" 2>/dev/null; then wait "$1" 2>/dev/null || true; fi
+}
+
 stop_redis() {
-  local dir=$1 pid
-  pid=$(cat "$dir/pid" 2>/dev/null || true)
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  local dir=$1
+  stop_pid "$(cat "$dir/pid" 2>/dev/null || true)"
   rm -f "$dir/pid"
   return 0
 }
@@ -221,10 +227,9 @@ JSON
 }
 
 stop_pebble() {
-  local dir=$1 name pid
+  local dir=$1 name
   for name in pebble challtestsrv; do
-    pid=$(cat "$dir/$name.pid" 2>/dev/null || true)
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    stop_pid "$(cat "$dir/$name.pid" 2>/dev/null || true)"
     rm -f "$dir/$name.pid"
   done
   return 0
