@@ -3,16 +3,11 @@
 //! Billing & metrics page shows it with its price, usage as estimates, the budget and its alert;
 //! operators see who pays what. With billing off the page says it is not configured.
 
-use super::fake_stripe::{FakeStripe, PRICE_10MIB, PRICE_50MIB, SECRET_KEY};
+use super::fake_stripe::{FakeStripe, WEBHOOK_SECRET, sign};
 use super::support::{OPERATOR, Visitor, queue_of, spawn_console, spawn_console_with};
-use aqs_core::secret::Secret;
 use aqs_core::time::now_ms;
-use hmac::{Hmac, Mac};
 use serde_json::json;
-use sha2::Sha256;
 use sqlx::PgPool;
-
-const WEBHOOK_SECRET: &str = "whsec_console_test";
 
 fn ten_mib(confirm: bool) -> Vec<(&'static str, &'static str)> {
     let mut fields = vec![
@@ -30,15 +25,7 @@ fn ten_mib(confirm: bool) -> Vec<(&'static str, &'static str)> {
 #[sqlx::test(migrations = "../migrations")]
 async fn a_member_buys_an_add_on_through_checkout_and_sees_it_billed(db: PgPool) {
     let stripe = FakeStripe::start().await;
-    let base = stripe.base.clone();
-    let app = spawn_console_with(db, move |config| {
-        config.stripe_secret_key = Secret::new(SECRET_KEY);
-        config.stripe_webhook_secret = Secret::new(WEBHOOK_SECRET);
-        config.stripe_api_base = base;
-        config.stripe_price_payload_10mib = PRICE_10MIB.into();
-        config.stripe_price_payload_50mib = PRICE_50MIB.into();
-    })
-    .await;
+    let app = spawn_console_with(db, stripe.billing_on()).await;
     let mut ada = Visitor::new(&app);
     ada.sign_up("ada@example.com").await;
     ada.create_queue("videos", "5").await;
@@ -63,9 +50,7 @@ async fn a_member_buys_an_add_on_through_checkout_and_sees_it_billed(db: PgPool)
         "customer": customer}}})
     .to_string();
     let at = (now_ms() / 1000) as i64;
-    let mut mac = Hmac::<Sha256>::new_from_slice(WEBHOOK_SECRET.as_bytes()).unwrap();
-    mac.update(format!("{at}.{payload}").as_bytes());
-    let header = format!("t={at},v1={}", hex::encode(mac.finalize().into_bytes()));
+    let header = format!("t={at},v1={}", sign(&payload, WEBHOOK_SECRET, at));
     aqs_control_plane::billing::webhook::receive(&app.cp, Some(&header), payload.as_bytes()).await.unwrap();
 
     let back = ada.get("/billing?setup=done").await;

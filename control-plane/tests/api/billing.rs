@@ -1,22 +1,19 @@
 //! Billing against the fake Stripe (`fake_stripe`), with the real async-stripe client, the real
 //! outbox loop, real Redis and PostgreSQL, and webhooks signed here with HMAC-SHA256.
 
-use super::fake_stripe::{FakeStripe, PRICE_10MIB, PRICE_10MIB_CENTS, PRICE_50MIB, PRICE_50MIB_CENTS, SECRET_KEY};
+use super::fake_stripe::{
+    FakeStripe, PRICE_10MIB, PRICE_10MIB_CENTS, PRICE_50MIB, PRICE_50MIB_CENTS, WEBHOOK_SECRET, sign,
+};
 use super::support::{Reply, TestApp, spawn_app, spawn_app_with};
 use aqs_core::ids::QueueId;
 use aqs_core::limits::MIB;
 use aqs_core::receipt::Receipt;
-use aqs_core::secret::Secret;
 use aqs_core::time::now_ms;
 use aqs_data_plane::engine::{ConsumeOutcome, Engine, NewMessage, PublishOutcome, Selection};
-use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
-use sha2::Sha256;
 use sqlx::PgPool;
 use std::time::{Duration, Instant};
 use tokio_util::sync::{CancellationToken, DropGuard};
-
-const WEBHOOK_SECRET: &str = "whsec_fake_signing_secret";
 
 struct Billed {
     app: TestApp,
@@ -27,25 +24,11 @@ struct Billed {
 
 async fn spawn_billed(db: PgPool) -> Billed {
     let stripe = FakeStripe::start().await;
-    let base = stripe.base.clone();
-    let app = spawn_app_with(db, move |config| {
-        config.stripe_secret_key = Secret::new(SECRET_KEY);
-        config.stripe_webhook_secret = Secret::new(WEBHOOK_SECRET);
-        config.stripe_api_base = base;
-        config.stripe_price_payload_10mib = PRICE_10MIB.into();
-        config.stripe_price_payload_50mib = PRICE_50MIB.into();
-    })
-    .await;
+    let app = spawn_app_with(db, stripe.billing_on()).await;
     let stop = CancellationToken::new();
     aqs_control_plane::spawn_background(&app.cp, stop.clone());
     let engine = Engine::new(app.redis.clone(), app.keys.clone());
     Billed { app, stripe, engine, _stop: stop.drop_guard() }
-}
-
-fn sign(payload: &str, secret: &str, at: i64) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
-    mac.update(format!("{at}.{payload}").as_bytes());
-    hex::encode(mac.finalize().into_bytes())
 }
 
 fn now_secs() -> i64 {

@@ -5,6 +5,8 @@
 //! The real async-stripe client talks to it. `set_down(true)` makes every call a 500, and
 //! `lose_next_answer()` applies the next write but answers 500, as a dropped connection would.
 
+use aqs_core::config::Config;
+use aqs_core::secret::Secret;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -19,6 +21,15 @@ pub const PRICE_10MIB: &str = "price_payload_10mib";
 pub const PRICE_50MIB: &str = "price_payload_50mib";
 pub const PRICE_10MIB_CENTS: u64 = 900;
 pub const PRICE_50MIB_CENTS: u64 = 2900;
+pub const WEBHOOK_SECRET: &str = "whsec_fake_signing_secret";
+
+/// The `v1` signature of a webhook delivery made at `at` (Unix seconds), as Stripe computes it.
+pub fn sign(payload: &str, secret: &str, at: i64) -> String {
+    use hmac::{Hmac, Mac};
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(format!("{at}.{payload}").as_bytes());
+    hex::encode(mac.finalize().into_bytes())
+}
 
 #[derive(Default)]
 struct World {
@@ -43,6 +54,18 @@ pub struct FakeStripe {
 }
 
 impl FakeStripe {
+    /// Settings that turn billing on against this fake.
+    pub fn billing_on(&self) -> impl FnOnce(&mut Config) + Send + 'static {
+        let base = self.base.clone();
+        move |config| {
+            config.stripe_secret_key = Secret::new(SECRET_KEY);
+            config.stripe_webhook_secret = Secret::new(WEBHOOK_SECRET);
+            config.stripe_api_base = base;
+            config.stripe_price_payload_10mib = PRICE_10MIB.into();
+            config.stripe_price_payload_50mib = PRICE_50MIB.into();
+        }
+    }
+
     pub async fn start() -> Self {
         let world = Arc::new(Mutex::new(World { now: 1_700_000_000, ..Default::default() }));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
