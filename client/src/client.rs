@@ -174,6 +174,12 @@ struct NackRequest<'a> {
 }
 
 #[derive(Serialize)]
+struct ExtendRequest<'a> {
+    receipts: &'a [String],
+    visibility_seconds: u64,
+}
+
+#[derive(Serialize)]
 struct PurgeRequest {
     state: &'static str,
 }
@@ -250,6 +256,12 @@ impl Queue {
     pub async fn nack(&self, receipts: &[String], delay_seconds: u64, error: Option<&str>) -> Result<Nacked> {
         let request = NackRequest { receipts, delay_seconds: (delay_seconds > 0).then_some(delay_seconds), error };
         self.call(Method::POST, "nack", Some(&request)).await
+    }
+
+    /// `POST extend`: a heartbeat for long work. Each named lease now ends `visibility_seconds`
+    /// (1 s to 12 h) from now; the answer's `new_receipt`s replace the ones sent.
+    pub async fn extend(&self, receipts: &[String], visibility_seconds: u64) -> Result<ExtendAnswer> {
+        self.call(Method::POST, "extend", Some(&ExtendRequest { receipts, visibility_seconds })).await
     }
 
     pub async fn stats(&self) -> Result<Stats> {

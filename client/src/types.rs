@@ -131,6 +131,25 @@ pub struct Nacked {
     pub failed: Vec<Failure>,
 }
 
+/// What `extend` answers: a fresh receipt per extended lease, and the receipts it could not apply.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+pub struct ExtendAnswer {
+    pub extended: Vec<Extended>,
+    pub failed: Vec<Failure>,
+}
+
+/// One extended lease.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+pub struct Extended {
+    /// The receipt as sent.
+    pub receipt: String,
+    /// A receipt valid past the new deadline; use it from now on (the old one still acks until it
+    /// expires).
+    pub new_receipt: String,
+    /// The new lease deadline (RFC 3339).
+    pub visible_at: String,
+}
+
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
 pub struct Depth {
     pub ready: u64,

@@ -67,7 +67,15 @@ async fn the_client_speaks_every_queue_route() {
     let hello = &batch.messages()[1];
     assert_eq!((hello.attributes.clone(), hello.group_id.as_deref(), hello.attempts), (attributes, Some("g-1"), 1));
 
-    let receipts: Vec<String> = batch.messages().iter().map(|m| m.receipt.clone()).collect();
+    let mut receipts: Vec<String> = batch.messages().iter().map(|m| m.receipt.clone()).collect();
+    // A heartbeat: the lease moves and a fresh receipt replaces the old one; a bad receipt is
+    // reported per entry.
+    let extended = queue.extend(&[receipts[0].clone(), "not-a-receipt".into()], 600).await.unwrap();
+    assert_eq!((extended.extended.len(), extended.failed[0].error.as_str()), (1, "receipt_invalid"));
+    assert_eq!(extended.extended[0].receipt, receipts[0]);
+    receipts[0] = extended.extended[0].new_receipt.clone();
+    let too_long = queue.extend(&receipts[..1], 13 * 3600).await.unwrap_err();
+    assert_eq!(too_long.code(), Some(&ErrorCode::InvalidRequest));
     assert_eq!(queue.ack(&receipts[..2]).await.unwrap().acked, 2);
     let stale = queue.ack(&receipts[..1]).await.unwrap();
     assert_eq!((stale.acked, stale.failed[0].error.as_str()), (0, "lease_lost"));

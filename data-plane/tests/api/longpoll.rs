@@ -30,9 +30,8 @@ async fn a_publish_through_another_process_wakes_the_waiter() {
 }
 
 /// The publishing replica wakes its own long polls when its script returns, not when its PUBLISH
-/// comes back: with its subscriber unable to connect, its poll is still woken at once (a
-/// disconnected subscriber wakes every waiter only at each reconnect attempt: 100 ms, 200 ms,
-/// 400 ms… apart).
+/// comes back: with no wake-up subscriber at all, its poll is still woken by the publish (else it
+/// would wait out its 10 s).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_publish_wakes_the_waiter_on_its_own_replica_without_the_wake_channel() {
     let app = spawn_app_without_subscriber().await;
@@ -40,7 +39,7 @@ async fn a_publish_wakes_the_waiter_on_its_own_replica_without_the_wake_channel(
     let (latency, received) = wake_latency(&app, &app, &queue).await;
     assert_eq!(received, 1);
     assert!(!app.state.is_listening());
-    assert!(latency < Duration::from_millis(100), "woken after {latency:?}");
+    assert!(latency < WOKEN, "woken after {latency:?}");
 }
 
 #[tokio::test]
@@ -51,10 +50,10 @@ async fn an_empty_queue_answers_after_the_wait() {
     let messages = app.consume(&queue, json!({"max_wait_seconds": 1})).await;
     let waited = start.elapsed();
     assert!(messages.is_empty());
-    assert!(waited >= Duration::from_millis(950) && waited < Duration::from_millis(1500), "{waited:?}");
+    assert!(waited >= Duration::from_millis(950) && waited < WOKEN, "{waited:?}");
     let start = Instant::now();
     assert!(app.consume(&queue, json!({"max_wait_seconds": 0})).await.is_empty());
-    assert!(start.elapsed() < Duration::from_millis(200));
+    assert!(start.elapsed() < Duration::from_millis(950), "a zero wait waited");
 }
 
 #[tokio::test]
@@ -71,7 +70,7 @@ async fn a_paused_queue_refuses_publishes_and_delivers_nothing() {
     assert_eq!((status, &body["error"]), (reqwest::StatusCode::CONFLICT, &json!("queue_paused")));
     let start = Instant::now();
     assert!(app.consume(&queue, json!({"max_wait_seconds": 2})).await.is_empty());
-    assert!(start.elapsed() < Duration::from_millis(500), "a paused queue answers at once");
+    assert!(start.elapsed() < Duration::from_millis(1900), "a paused queue waited out its 2 s");
     assert_eq!(app.stats(&queue).await["paused"], true);
     app.set_paused(&queue, false).await;
     assert_eq!(app.consume(&queue, json!({})).await.len(), 1);
@@ -92,9 +91,9 @@ async fn shutdown_ends_a_waiting_long_poll() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let start = Instant::now();
     app.shutdown();
-    let body = tokio::time::timeout(Duration::from_secs(2), waiter).await.expect("answered on shutdown").unwrap();
+    let body = tokio::time::timeout(WOKEN, waiter).await.expect("answered on shutdown").unwrap();
     assert_eq!(body["messages"], json!([]));
-    assert!(start.elapsed() < Duration::from_secs(1));
+    assert!(start.elapsed() < WOKEN, "the 20 s wait was not cut short");
 }
 
 /// A publish PUBLISHes a wake-up only while a long poll may be waiting on the queue: the common
@@ -116,7 +115,7 @@ async fn publishes_signal_the_wake_channel_only_while_a_poll_waits() {
 
     let (latency, received) = wake_latency(&app, &app, &queue).await;
     assert_eq!(received, 1);
-    assert!(latency < Duration::from_millis(100), "woken after {latency:?}");
+    assert!(latency < WOKEN, "woken after {latency:?}");
     let signal = tokio::time::timeout(Duration::from_secs(1), signals.next()).await;
     let payload: String = signal.expect("no wake-up signal while a poll waited").unwrap().get_payload().unwrap();
     // Named for the publishing replica, whose subscriber skips it: that replica woke its own.

@@ -132,7 +132,7 @@ async fn the_service_recovers_when_redis_restarts() {
     assert_eq!(messages[0]["id"], kept.as_str());
     let (latency, received) = wake_latency(&app, &app, &queue).await;
     assert_eq!(received, 1);
-    assert!(latency < Duration::from_millis(100));
+    assert!(latency < Duration::from_secs(5), "the long poll was not woken by the publish");
     drop(redis);
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -1,6 +1,6 @@
 /**
  * `Queue`: one queue of the service, as a producer (`send`, `sendBatch`) and as the rest of the
- * queue API (consume, ack, nack, stats, peek, purge, dead letters) that consumers and tools use.
+ * queue API (consume, ack, nack, extend, stats, peek, purge, dead letters) that consumers and tools use.
  *
  * Publishes are retried on 429, 503 and connection failures, so each one carries an idempotency
  * key: the caller's, or one generated here, so a retried publish cannot store a message twice
@@ -15,6 +15,7 @@ import type {
   AckAnswer,
   ConsumedMessage,
   DeadLetter,
+  ExtendAnswer,
   NackAnswer,
   PeekedMessage,
   Published,
@@ -92,6 +93,18 @@ export class Queue {
       ...(options.error ? { error: options.error } : {}),
     };
     return this.#conn.call<NackAnswer>("POST", this.#path("nack"), request);
+  }
+
+  /**
+   * A heartbeat for long work: each named lease now ends `visibilitySeconds` (1 s to 12 h) from
+   * now. Use the answer's `new_receipt`s from then on; a stale receipt comes back in `failed` as
+   * `lease_lost`.
+   */
+  async extend(receipts: readonly string[], visibilitySeconds: number): Promise<ExtendAnswer> {
+    return this.#conn.call<ExtendAnswer>("POST", this.#path("extend"), {
+      receipts,
+      visibility_seconds: visibilitySeconds,
+    });
   }
 
   async stats(): Promise<Stats> {

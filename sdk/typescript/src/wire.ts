@@ -45,6 +45,19 @@ export interface NackAnswer {
   failed: Failure[];
 }
 
+/** What `extend` answers: a fresh receipt per extended lease, and the receipts it could not apply. */
+export interface ExtendAnswer {
+  extended: Array<{
+    /** The receipt as sent. */
+    receipt: string;
+    /** Valid past the new deadline: use it from now on (the old one acks until it expires). */
+    new_receipt: string;
+    /** The new lease deadline (RFC 3339). */
+    visible_at: string;
+  }>;
+  failed: Failure[];
+}
+
 export interface Stats {
   depth: { ready: number; in_flight: number; delayed: number; total: number };
   stored_bytes: number;

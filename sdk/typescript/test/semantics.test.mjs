@@ -135,3 +135,20 @@ test("a throw on the last attempt dead-letters the batch with the error as its r
 test("the throw backoff starts at 2 s and doubles, capped at 5 minutes", () => {
   assert.deepEqual([1, 2, 3, 4, 8, 9, 50].map(throwBackoffSeconds), [2, 4, 8, 16, 256, 300, 300]);
 });
+
+test("extend moves a lease and answers a fresh receipt; a stale receipt is lease_lost", async () => {
+  const { queue } = await freshQueue();
+  await queue.send({ n: 1 });
+  const [message] = await queue.consume({ maxMessages: 1, visibilitySeconds: 1 });
+  const answer = await queue.extend([message.receipt], 600);
+  assert.equal(answer.extended.length, 1);
+  assert.equal(answer.extended[0].receipt, message.receipt);
+  assert.ok(Date.parse(answer.extended[0].visible_at) - Date.now() > 590_000, answer.extended[0].visible_at);
+  // Past the original one-second lease, the message is still not deliverable.
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  assert.deepEqual(await drain(queue, 1, 0), [], "the extended lease still holds it");
+  const acked = await queue.ack([answer.extended[0].new_receipt]);
+  assert.equal(acked.acked, 1);
+  const stale = await queue.extend([message.receipt], 60);
+  assert.deepEqual([stale.extended.length, stale.failed[0].error], [0, "lease_lost"]);
+});
