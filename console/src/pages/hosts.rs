@@ -139,7 +139,7 @@ async fn verify_domain_now(state: &ConsoleState, member: &CurrentMember, id: Uui
         (_, Some(reason)) => format!("{} is not verified yet: {reason}.", domain.name),
         _ => format!("{} is not verified yet.", domain.name),
     };
-    Ok(flash::redirect(&state, member.secure, PATH, &message))
+    Ok(flash::redirect(state, member.secure, PATH, &message))
 }
 
 pub(crate) async fn remove_domain(
@@ -162,7 +162,7 @@ async fn remove_domain_now(state: &ConsoleState, member: &CurrentMember, id: Uui
         Err(aqs_core::ApiError::Conflict(reason)) => format!("Not removed: {reason}."),
         Err(err) => return Err(err.into()),
     };
-    Ok(flash::redirect(&state, member.secure, PATH, &message))
+    Ok(flash::redirect(state, member.secure, PATH, &message))
 }
 
 pub(crate) async fn add_host(State(state): State<ConsoleState>, member: CurrentMember, form: FormData) -> PageResult {
@@ -208,7 +208,7 @@ pub(crate) async fn check_host(
 async fn check_host_now(state: &ConsoleState, member: &CurrentMember, id: Uuid) -> PageResult<Response> {
     let host = hosts::check(state.control(), member.id, id).await?;
     let message = format!("Checking {} now; its status below follows.", host.hostname);
-    Ok(flash::redirect(&state, member.secure, PATH, &message))
+    Ok(flash::redirect(state, member.secure, PATH, &message))
 }
 
 pub(crate) async fn remove_host(
@@ -232,7 +232,7 @@ async fn remove_host_now(state: &ConsoleState, member: &CurrentMember, id: Uuid)
         "Removed {}: it no longer serves the queue. The queue {}, its messages and its tokens stay.",
         host.hostname, host.queue
     );
-    Ok(flash::redirect(&state, member.secure, PATH, &message))
+    Ok(flash::redirect(state, member.secure, PATH, &message))
 }
 
 /// Records where a one-time form's result is shown, or frees its id when nothing was done.
