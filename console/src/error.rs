@@ -1,6 +1,7 @@
 //! `ConsoleError`: what can go wrong on a console page, rendered once as an HTML error page (or,
 //! for a logged-out visitor, a redirect to log in). Server faults are logged here and shown as an
-//! opaque message; the control plane's error text is shown only for client mistakes.
+//! opaque message; the control plane's error text is shown only for client mistakes. The 404 page
+//! of a logged-in member keeps the account menu ([`not_found_with_menu`]).
 
 use crate::flash;
 use crate::layout::Chrome;
@@ -14,6 +15,8 @@ use axum::response::{IntoResponse, Response};
 pub(crate) enum ConsoleError {
     /// Not logged in, or the session expired: go to the log-in page.
     LoginRequired,
+    /// The same, on a page worth coming back to: log in, then return to this path (and query).
+    LoginToReturn(String),
     /// No such page, or a queue or token of another member (never revealed).
     NotFound,
     /// A POST without a valid CSRF token.
@@ -66,6 +69,7 @@ impl IntoResponse for ConsoleError {
     fn into_response(self) -> Response {
         let (status, heading, message) = match self {
             Self::LoginRequired => return flash::see_other("/login"),
+            Self::LoginToReturn(path) => return flash::see_other(&crate::next::login_url(&path)),
             Self::NotFound => {
                 (StatusCode::NOT_FOUND, "Not found", "There is nothing here, or it is not yours to see.".to_owned())
             }
@@ -93,10 +97,40 @@ impl IntoResponse for ConsoleError {
         };
         let page = ErrorPage { chrome: Chrome::bare(heading), heading, message };
         let mut response = (status, page).into_response();
+        if status == StatusCode::NOT_FOUND {
+            response.extensions_mut().insert(NotFoundPage);
+        }
         if status == StatusCode::SERVICE_UNAVAILABLE {
             // As on the APIs: a browser or a script may come back after this many seconds.
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
         }
         response
     }
+}
+
+/// Marks the 404 page, so that [`not_found_with_menu`] can render it again for a member.
+#[derive(Clone, Copy)]
+struct NotFoundPage;
+
+/// Layer on the pages: the 404 page, rendered without knowing who asked, is rendered again with
+/// the account menu when the request carries a live session. Only 404s pay for the lookup.
+pub(crate) async fn not_found_with_menu(
+    axum::extract::State(state): axum::extract::State<crate::state::ConsoleState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let cookies = crate::cookies::Cookies::from_headers(request.headers());
+    let session = cookies.get(crate::cookies::SESSION).map(str::to_owned);
+    let response = next.run(request).await;
+    let (Some(session), Some(_)) = (session, response.extensions().get::<NotFoundPage>()) else {
+        return response;
+    };
+    let Ok(member) = aqs_control_plane::auth::verify_session(state.control(), &session).await else {
+        return response;
+    };
+    let heading = "Not found";
+    let mut chrome = Chrome::new(heading, Some(member.email.clone()), crate::csrf::token(&state, &session), None);
+    chrome.operator = aqs_control_plane::AuthOperator::from_member(member).is_some();
+    let page = ErrorPage { chrome, heading, message: "There is nothing here, or it is not yours to see.".to_owned() };
+    (StatusCode::NOT_FOUND, page).into_response()
 }

@@ -39,6 +39,8 @@ impl FromRequestParts<ConsoleState> for Visitor {
 pub(crate) struct CurrentMember {
     pub id: MemberId,
     pub email: String,
+    /// The session JWT of the cookie (the account page marks and ends sessions by it).
+    pub session: String,
     /// The CSRF token of this session, for every form on the page.
     pub csrf: String,
     pub flash: Option<String>,
@@ -61,11 +63,24 @@ impl FromRequestParts<ConsoleState> for CurrentMember {
 
     async fn from_request_parts(parts: &mut Parts, state: &ConsoleState) -> Result<Self, Self::Rejection> {
         let Ok(visitor) = Visitor::from_request_parts(parts, state).await;
-        let session = visitor.cookies.get(cookies::SESSION).ok_or(ConsoleError::LoginRequired)?;
-        let member = auth::verify_session(state.control(), session).await?;
+        // A page (not a form's POST, which cannot be replayed by a redirect) is returned to after
+        // logging in.
+        let login = || match parts.method {
+            axum::http::Method::GET => {
+                ConsoleError::LoginToReturn(parts.uri.path_and_query().map_or("/", |p| p.as_str()).to_owned())
+            }
+            _ => ConsoleError::LoginRequired,
+        };
+        let session = visitor.cookies.get(cookies::SESSION).ok_or_else(login)?;
+        let member = match auth::verify_session(state.control(), session).await {
+            Ok(member) => member,
+            Err(aqs_core::ApiError::Unauthorized(_)) => return Err(login()),
+            Err(err) => return Err(err.into()),
+        };
         Ok(Self {
             id: member.id,
             email: member.email.clone(),
+            session: session.to_owned(),
             csrf: csrf::token(state, session),
             flash: visitor.flash,
             secure: visitor.secure,

@@ -23,6 +23,7 @@ mod flash;
 mod format;
 mod headers;
 mod layout;
+mod next;
 mod once;
 mod pages;
 mod preview;
@@ -50,6 +51,10 @@ pub fn router(config: &Config, control: ControlPlane, engine: impl Into<Engine>)
         .route("/login", get(pages::auth::login_form).post(pages::auth::login))
         .route("/logout", post(pages::auth::logout))
         .route("/logout-all", post(pages::auth::logout_all))
+        .route("/account", get(pages::account::show))
+        .route("/account/password", post(pages::account::change_password))
+        .route("/account/sessions/{id}/end", post(pages::account::end_session))
+        .route("/account/delete", post(pages::account::delete))
         .route("/new", get(pages::create_queue::form).post(pages::create_queue::submit))
         .route("/new/slug", get(pages::create_queue::slug_preview))
         .route("/queues/{slug}", get(pages::overview::show))
@@ -87,6 +92,7 @@ pub fn router(config: &Config, control: ControlPlane, engine: impl Into<Engine>)
         .route("/billing/budget", post(pages::billing::budget))
         .route("/admin/billing", get(pages::billing_admin::show))
         .route("/static/{file}", get(assets::serve))
+        .layer(middleware::from_fn_with_state(state.clone(), error::not_found_with_menu))
         .layer(middleware::from_fn_with_state(state.clone(), csrf::guard))
         .layer(middleware::from_fn_with_state(state.clone(), error::require_database))
         .layer(middleware::from_fn_with_state(state.clone(), headers::page_headers))

@@ -1,8 +1,29 @@
 // AQS console: small enhancements over pages that work without JavaScript.
 // - [data-copy]: a copy button for the token secret (hidden until this script runs);
 // - [data-slug-source]: the queue's address previewed as the name is typed;
-// - [data-refresh]: the Overview's live figures fetched again every few seconds, in place.
+// - [data-refresh]: the Overview's live figures (and its chart) fetched again every few seconds, in
+//   place, keeping an opened "Numbers per day" open;
+// - time[datetime]: the exact UTC time the server wrote becomes "5 min ago", the exact time kept
+//   as the hover title (without this script the exact UTC time is what shows).
 "use strict";
+
+const relative = (root) => {
+  const now = Date.now();
+  for (const time of root.querySelectorAll("time[datetime]")) {
+    const at = Date.parse(time.getAttribute("datetime"));
+    if (Number.isNaN(at)) continue;
+    if (!time.dataset.exact) time.dataset.exact = time.textContent;
+    time.title = time.dataset.exact;
+    const secs = Math.round((at - now) / 1000);
+    const abs = Math.abs(secs);
+    const [value, unit] =
+      abs < 60 ? [secs, "second"] :
+      abs < 3600 ? [Math.round(secs / 60), "minute"] :
+      abs < 86400 ? [Math.round(secs / 3600), "hour"] :
+      [Math.round(secs / 86400), "day"];
+    time.textContent = abs < 10 ? "just now" : new Intl.RelativeTimeFormat("en", { numeric: "auto" }).format(value, unit);
+  }
+};
 
 document.addEventListener("DOMContentLoaded", () => {
   for (const button of document.querySelectorAll("[data-copy]")) {
@@ -50,11 +71,17 @@ document.addEventListener("DOMContentLoaded", () => {
         const response = await fetch(region.dataset.refresh, { credentials: "same-origin" });
         // A redirect means the session ended: stop rather than paint the log-in page here.
         if (!response.ok || response.redirected) return clearInterval(timer);
+        const open = [...region.querySelectorAll("details")].map((d) => d.open);
         region.innerHTML = await response.text();
+        region.querySelectorAll("details").forEach((d, i) => { if (open[i]) d.open = true; });
+        relative(region);
       } catch (_) {
         // Offline for a moment: try again on the next tick.
       }
     };
     const timer = setInterval(tick, every);
   }
+
+  relative(document);
+  setInterval(() => relative(document), 30000);
 });

@@ -3,6 +3,7 @@
 //! like a browser without JavaScript (cookies kept, redirects followed by hand).
 
 mod pages {
+    mod account;
     mod auth;
     mod billing;
     // Shared with the control plane's tests; this binary uses only part of it.

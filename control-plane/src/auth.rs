@@ -1,9 +1,11 @@
 //! Signing up, logging in and proving who is calling: credential checks, the session a member
-//! gets, and `AuthMember`, the extractor every authenticated route takes.
+//! gets, changing the password, listing and ending sessions, and `AuthMember`, the extractor every
+//! authenticated route takes.
 
+use crate::db_error::db_error;
 use crate::members::{self, Member, MemberId, Role};
 use crate::password;
-use crate::sessions;
+use crate::sessions::{self, Session};
 use crate::state::ControlPlane;
 use crate::text::refuse_control;
 use aqs_core::{ApiError, ApiResult};
@@ -12,6 +14,7 @@ use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
 pub const PASSWORD_MIN_CHARS: usize = 8;
 /// Long enough for any passphrase, short enough that nobody feeds argon2 megabytes.
@@ -87,6 +90,57 @@ pub async fn logout_everywhere(cp: &ControlPlane, member: MemberId) -> ApiResult
     Ok(ended)
 }
 
+/// `POST /api/v1/auth/password`: the current password (proof that the person at the keyboard is
+/// the member, not someone at an unlocked screen) and the new one.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PasswordChange {
+    pub current_password: String,
+    pub new_password: String,
+}
+
+/// Changes the member's password and ends every one of their sessions (whoever knew the old
+/// password may hold one); answers a fresh session for the caller. A wrong current password is a
+/// 400 on `current_password` (not a 401: the caller's session is fine) and changes nothing.
+pub async fn change_password(cp: &ControlPlane, member: MemberId, change: PasswordChange) -> ApiResult<SignedIn> {
+    check_new_password(&change.new_password)?;
+    let hash = members::password_hash(cp.db(), member).await?.ok_or_else(invalid_session)?;
+    if !password::verify(change.current_password, Some(hash)).await? {
+        return Err(ApiError::invalid("current_password: this is not your current password"));
+    }
+    let new_hash = password::hash(change.new_password).await?;
+    let mut tx = cp.db().begin().await.map_err(db_error)?;
+    if !members::set_password_hash(&mut tx, member, &new_hash).await? {
+        return Err(invalid_session());
+    }
+    let ended = sessions::revoke_all(&mut *tx, member).await?;
+    tx.commit().await.map_err(db_error)?;
+    tracing::info!(member = %member.as_uuid(), ended, "password changed; every session ended");
+    let found = members::find(cp.db(), member.as_uuid()).await?.ok_or_else(invalid_session)?;
+    signed_in(cp, found).await
+}
+
+/// The live sessions of the member of this session JWT, the caller's marked `current`.
+pub async fn sessions(cp: &ControlPlane, session: &str) -> ApiResult<Vec<Session>> {
+    let (member, sid) = verify_with_id(cp, session).await?;
+    sessions::list(cp.db(), member.id, sid).await
+}
+
+/// Ends one live session of `member` (404 when it is not theirs or has already ended).
+pub async fn end_session(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<()> {
+    if !sessions::revoke(cp.db(), member.as_uuid(), id).await? {
+        return Err(ApiError::not_found("no live session with this id"));
+    }
+    Ok(())
+}
+
+/// The member of a live session JWT and the session's id.
+pub async fn verify_with_id(cp: &ControlPlane, session: &str) -> ApiResult<(Member, Uuid)> {
+    let (member, sid) = cp.sessions().verify(session).ok_or_else(invalid_session)?;
+    let member = sessions::live_member(cp.db(), member, sid).await?.ok_or_else(invalid_session)?;
+    Ok((member, sid))
+}
+
 fn invalid_session() -> ApiError {
     ApiError::Unauthorized("the session is invalid or has expired; log in again".into())
 }
@@ -118,12 +172,20 @@ fn normalise_email(email: &str) -> ApiResult<String> {
 }
 
 fn check_password(password: &str) -> ApiResult<()> {
+    check_password_field("password", password)
+}
+
+fn check_new_password(password: &str) -> ApiResult<()> {
+    check_password_field("new_password", password)
+}
+
+fn check_password_field(field: &str, password: &str) -> ApiResult<()> {
     let chars = password.chars().count();
     if chars < PASSWORD_MIN_CHARS {
-        return Err(ApiError::invalid(format!("password: use at least {PASSWORD_MIN_CHARS} characters")));
+        return Err(ApiError::invalid(format!("{field}: use at least {PASSWORD_MIN_CHARS} characters")));
     }
     if chars > PASSWORD_MAX_CHARS {
-        return Err(ApiError::invalid(format!("password: use at most {PASSWORD_MAX_CHARS} characters")));
+        return Err(ApiError::invalid(format!("{field}: use at most {PASSWORD_MAX_CHARS} characters")));
     }
     Ok(())
 }

@@ -12,6 +12,7 @@
 //! - `projection`: every Redis write, in the order that keeps the data plane from seeing a
 //!   half-made or half-deleted queue.
 
+pub mod account;
 pub mod admin;
 pub mod auth;
 pub mod billing;
@@ -37,11 +38,12 @@ mod text;
 mod timefmt;
 pub mod tokens;
 
-pub use auth::{AuthMember, AuthOperator, Credentials, SignedIn};
+pub use auth::{AuthMember, AuthOperator, Credentials, PasswordChange, SignedIn};
 pub use database::{PROBE_EVERY, database_unavailable};
 pub use members::{Member, MemberId, Role, grant_operator};
 pub use queues::{NewQueue, Queue, QueueChanges};
 pub use routes::router;
+pub use sessions::Session;
 pub use state::ControlPlane;
 pub use tokens::{CreatedToken, NewToken, Token};
 

@@ -95,7 +95,8 @@ pub(crate) async fn find_with_hash(db: &PgPool, email: &str) -> ApiResult<Option
         password_hash: String,
     }
     let row = sqlx::query_as::<_, Row>(
-        "SELECT id, email, role, created_at, password_hash FROM members WHERE lower(email) = lower($1)",
+        "SELECT id, email, role, created_at, password_hash FROM members
+         WHERE lower(email) = lower($1) AND deleted_at IS NULL",
     )
     .bind(email)
     .fetch_optional(db)
@@ -104,23 +105,48 @@ pub(crate) async fn find_with_hash(db: &PgPool, email: &str) -> ApiResult<Option
     Ok(row.map(|row| (Member::from(row.member), row.password_hash)))
 }
 
+/// The member with this id, unless their account was deleted.
 pub(crate) async fn find(db: &PgPool, id: Uuid) -> ApiResult<Option<Member>> {
-    sqlx::query_as::<_, MemberRow>("SELECT id, email, role, created_at FROM members WHERE id = $1")
-        .bind(id)
+    sqlx::query_as::<_, MemberRow>(
+        "SELECT id, email, role, created_at FROM members WHERE id = $1 AND deleted_at IS NULL",
+    )
+    .bind(id)
+    .fetch_optional(db)
+    .await
+    .map(|row| row.map(Member::from))
+    .map_err(db_error)
+}
+
+/// The password hash of live member `id`.
+pub(crate) async fn password_hash(db: &PgPool, id: MemberId) -> ApiResult<Option<String>> {
+    sqlx::query_scalar("SELECT password_hash FROM members WHERE id = $1 AND deleted_at IS NULL")
+        .bind(id.as_uuid())
         .fetch_optional(db)
         .await
-        .map(|row| row.map(Member::from))
         .map_err(db_error)
+}
+
+/// Replaces the password hash of live member `id`; false when the member is gone.
+pub(crate) async fn set_password_hash(tx: &mut sqlx::PgConnection, id: MemberId, hash: &str) -> ApiResult<bool> {
+    let updated = sqlx::query("UPDATE members SET password_hash = $2 WHERE id = $1 AND deleted_at IS NULL")
+        .bind(id.as_uuid())
+        .bind(hash)
+        .execute(tx)
+        .await
+        .map_err(db_error)?
+        .rows_affected();
+    Ok(updated == 1)
 }
 
 /// Gives the member with `email` the operator role (`aqs admin grant-operator EMAIL`).
 pub async fn grant_operator(db: &PgPool, email: &str) -> anyhow::Result<()> {
     let email = email.trim();
-    let updated = sqlx::query("UPDATE members SET role = 'operator' WHERE lower(email) = lower($1)")
-        .bind(email)
-        .execute(db)
-        .await?
-        .rows_affected();
+    let updated =
+        sqlx::query("UPDATE members SET role = 'operator' WHERE lower(email) = lower($1) AND deleted_at IS NULL")
+            .bind(email)
+            .execute(db)
+            .await?
+            .rows_affected();
     if updated == 0 {
         bail!("no member has the email {email}; they must sign up first");
     }

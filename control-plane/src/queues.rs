@@ -118,8 +118,8 @@ pub async fn create(cp: &ControlPlane, member: MemberId, input: NewQueue) -> Api
     })?;
     let mut tx = cp.db().begin().await.map_err(db_error)?;
     // Locking the member's row serialises their creates, so two concurrent requests cannot both
-    // count nine queues and make eleven.
-    sqlx::query("SELECT 1 FROM members WHERE id = $1 FOR UPDATE")
+    // count nine queues and make eleven, and a create cannot slip past an account's deletion.
+    sqlx::query("SELECT 1 FROM members WHERE id = $1 AND deleted_at IS NULL FOR UPDATE")
         .bind(member.as_uuid())
         .fetch_optional(&mut *tx)
         .await

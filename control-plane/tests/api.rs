@@ -2,6 +2,7 @@
 //! database per test (`#[sqlx::test]`) and a fresh Redis namespace per test.
 
 mod api {
+    mod account;
     mod auth;
     mod billing;
     mod errors;

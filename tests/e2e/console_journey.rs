@@ -301,6 +301,15 @@ async fn a_member_runs_a_queue_from_the_console() {
     browser.wait_for_text("#depth-ready", Duration::from_secs(15), |t| t == "4").await;
     let same = browser.client.execute("return window.__sameDocument === true;", vec![]).await.unwrap();
     assert_eq!(same, json!(true), "updated in place, not by reloading the page");
+    // The chart beside the cards is refreshed with them, so the two agree.
+    let desc = browser.client.execute("return document.getElementById('chart-desc').textContent;", vec![]).await;
+    assert!(desc.unwrap().as_str().unwrap().starts_with("4 published"), "the chart counts the fourth publish");
+    // With scripts, times read relative, the exact UTC time kept as the hover title.
+    let updated = browser.css(".updated time").await;
+    let title = updated.attr("title").await.unwrap().unwrap_or_default();
+    assert!(title.ends_with(" UTC"), "{title}");
+    let shown = updated.text().await.unwrap();
+    assert!(!shown.ends_with(" UTC"), "{shown}");
 
     browser.click("nav.tabs a[href='/queues/image-jobs/messages']").await;
     let messages = browser.body().await;
@@ -448,6 +457,18 @@ async fn a_member_runs_a_queue_from_the_console() {
     browser.screenshot("queues-phone").await;
     browser.goto(&format!("{base}/queues/image-jobs")).await;
     browser.screenshot("overview-phone").await;
+    // The chart's labels keep a legible size at phone width (the chart scrolls instead of shrinking).
+    let smallest = browser
+        .client
+        .execute(
+            "return Math.min(...[...document.querySelectorAll('.chart text.axis')]
+               .map((t) => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let smallest = smallest.as_f64().unwrap();
+    assert!(smallest >= 11.0, "chart labels render at {smallest}px at 390px wide");
     browser.goto(&format!("{base}/queues/image-jobs/push")).await;
     browser.screenshot("push-phone").await;
     browser.client.set_window_size(1280, 1100).await.unwrap();

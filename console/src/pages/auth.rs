@@ -1,5 +1,6 @@
 //! Sign up, log in, log out and log out everywhere. The session is the control plane's session JWT in an HttpOnly
-//! cookie; before logging in, the anonymous cookie gives the forms their CSRF token.
+//! cookie; before logging in, the anonymous cookie gives the forms their CSRF token. Logging in
+//! lands on the page that sent the visitor to the form (`next`), when that is a page of this site.
 
 use super::INVALID;
 use crate::cookies;
@@ -9,12 +10,13 @@ use crate::extract::{CurrentMember, FormData, Visitor};
 use crate::fields::FieldErrors;
 use crate::flash;
 use crate::layout::Chrome;
+use crate::next;
 use crate::state::ConsoleState;
 use aqs_control_plane::{Credentials, auth};
 use aqs_core::ApiError;
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::http::header::SET_COOKIE;
 use axum::response::{IntoResponse, Response};
@@ -24,17 +26,34 @@ use axum::response::{IntoResponse, Response};
 struct AuthPage {
     chrome: Chrome,
     signup: bool,
+    /// Where to go after logging in (already checked by `next::safe`); empty for the queue list.
+    next: String,
     email: String,
     errors: FieldErrors,
     min_password: usize,
 }
 
-pub(crate) async fn signup_form(State(state): State<ConsoleState>, visitor: Visitor) -> Response {
-    guest_page(&state, visitor, true, String::new(), FieldErrors::default(), StatusCode::OK).await
+#[derive(serde::Deserialize)]
+pub(crate) struct NextQuery {
+    #[serde(default)]
+    next: String,
 }
 
-pub(crate) async fn login_form(State(state): State<ConsoleState>, visitor: Visitor) -> Response {
-    guest_page(&state, visitor, false, String::new(), FieldErrors::default(), StatusCode::OK).await
+pub(crate) async fn signup_form(State(state): State<ConsoleState>, visitor: Visitor) -> Response {
+    guest_page(&state, visitor, true, "", String::new(), FieldErrors::default(), StatusCode::OK).await
+}
+
+pub(crate) async fn login_form(
+    State(state): State<ConsoleState>,
+    visitor: Visitor,
+    Query(query): Query<NextQuery>,
+) -> Response {
+    guest_page(&state, visitor, false, &query.next, String::new(), FieldErrors::default(), StatusCode::OK).await
+}
+
+/// The page to land on after logging in: a safe `next`, else the queue list.
+fn landing(next: &str) -> &str {
+    next::safe(next).unwrap_or("/")
 }
 
 /// Renders the sign-up or log-in form. A member who is already logged in goes to their queues; a
@@ -44,6 +63,7 @@ async fn guest_page(
     state: &ConsoleState,
     visitor: Visitor,
     signup: bool,
+    next: &str,
     email: String,
     errors: FieldErrors,
     status: StatusCode,
@@ -51,7 +71,7 @@ async fn guest_page(
     let mut set_cookies = Vec::new();
     if let Some(session) = visitor.cookies.get(cookies::SESSION) {
         if auth::verify_session(state.control(), session).await.is_ok() {
-            return flash::see_other("/");
+            return flash::see_other(landing(next));
         }
         set_cookies.push(cookies::clear(cookies::SESSION, visitor.secure));
     }
@@ -67,6 +87,7 @@ async fn guest_page(
     let page = AuthPage {
         chrome: Chrome::new(title, None, csrf::token(state, &anon), visitor.flash),
         signup,
+        next: next::safe(next).unwrap_or_default().to_owned(),
         email,
         errors,
         min_password: auth::PASSWORD_MIN_CHARS,
@@ -82,39 +103,48 @@ pub(crate) async fn signup(State(state): State<ConsoleState>, visitor: Visitor, 
     let email = form.get("email").trim().to_owned();
     let credentials = Credentials { email: email.clone(), password: form.get("password").to_owned() };
     match auth::signup(state.control(), credentials).await {
-        Ok(signed_in) => Ok(signed_in_response(&state, &visitor, &signed_in.session, "Welcome to AQS.")),
+        Ok(signed_in) => Ok(signed_in_response(&state, &visitor, &signed_in.session, "/", "Welcome to AQS.")),
         Err(ApiError::Conflict(_)) => {
             let mut errors = FieldErrors::default();
             errors.add("email", "an account with this email already exists; log in instead");
-            Ok(guest_page(&state, visitor, true, email, errors, INVALID).await)
+            Ok(guest_page(&state, visitor, true, "", email, errors, INVALID).await)
         }
         Err(err) => {
             let errors = FieldErrors::from_api(err, &["email", "password"])?;
-            Ok(guest_page(&state, visitor, true, email, errors, INVALID).await)
+            Ok(guest_page(&state, visitor, true, "", email, errors, INVALID).await)
         }
     }
 }
 
 pub(crate) async fn login(State(state): State<ConsoleState>, visitor: Visitor, form: FormData) -> PageResult {
     let email = form.get("email").trim().to_owned();
+    let next = form.get("next");
     let credentials = Credentials { email: email.clone(), password: form.get("password").to_owned() };
     match auth::login(state.control(), credentials).await {
-        Ok(signed_in) => Ok(signed_in_response(&state, &visitor, &signed_in.session, "You are logged in.")),
+        Ok(signed_in) => {
+            Ok(signed_in_response(&state, &visitor, &signed_in.session, landing(next), "You are logged in."))
+        }
         Err(ApiError::Unauthorized(_)) => {
             let mut errors = FieldErrors::default();
             errors.set_form("wrong email or password");
-            Ok(guest_page(&state, visitor, false, email, errors, INVALID).await)
+            Ok(guest_page(&state, visitor, false, next, email, errors, INVALID).await)
         }
         Err(err @ ApiError::InvalidRequest(_)) => {
             let errors = FieldErrors::from_api(err, &["email"])?;
-            Ok(guest_page(&state, visitor, false, email, errors, INVALID).await)
+            Ok(guest_page(&state, visitor, false, next, email, errors, INVALID).await)
         }
         Err(err) => Err(ConsoleError::from(err)),
     }
 }
 
-fn signed_in_response(state: &ConsoleState, visitor: &Visitor, session: &str, message: &str) -> Response {
-    let mut response = flash::redirect(state, visitor.secure, "/", message);
+fn signed_in_response(
+    state: &ConsoleState,
+    visitor: &Visitor,
+    session: &str,
+    location: &str,
+    message: &str,
+) -> Response {
+    let mut response = flash::redirect(state, visitor.secure, location, message);
     let cookie = cookies::set(cookies::SESSION, session, cookies::SESSION_MAX_AGE_SECS, visitor.secure);
     response.headers_mut().append(SET_COOKIE, cookie);
     response
@@ -138,7 +168,7 @@ pub(crate) async fn logout_all(State(state): State<ConsoleState>, member: Curren
     Ok(logged_out(&state, member.secure, "You are logged out everywhere."))
 }
 
-fn logged_out(state: &ConsoleState, secure: bool, message: &str) -> Response {
+pub(crate) fn logged_out(state: &ConsoleState, secure: bool, message: &str) -> Response {
     let mut response = flash::redirect(state, secure, "/login", message);
     response.headers_mut().append(SET_COOKIE, cookies::clear(cookies::SESSION, secure));
     response

@@ -1,7 +1,8 @@
 //! The Billing & metrics page `/billing`: the card on file (Stripe Checkout to add one, the
 //! billing portal to manage it), add-ons by queue with their monthly price and the total, this
 //! month's usage per queue labelled as estimates, and the budget with its alert banner. With
-//! billing off it says so. Every Stripe step is a form post that redirects to Stripe.
+//! billing off it says so. Every Stripe step is a form post that redirects to Stripe. Every form
+//! carries a one-time id (`once`): a replay comes back here and is not sent again.
 
 use super::INVALID;
 use crate::error::PageResult;
@@ -10,6 +11,7 @@ use crate::fields::{self, FieldErrors};
 use crate::flash;
 use crate::format;
 use crate::layout::Chrome;
+use crate::once;
 use crate::state::ConsoleState;
 use aqs_control_plane::billing::account::{self, BudgetInput, Overview};
 use askama::Template;
@@ -51,6 +53,13 @@ pub(crate) struct BillingPage {
     limit_dollars: String,
     alert_percent: String,
     errors: FieldErrors,
+}
+
+impl BillingPage {
+    /// A fresh one-time id for each form on the page.
+    fn form_id(&self) -> String {
+        once::new_id()
+    }
 }
 
 #[derive(Deserialize)]
@@ -107,15 +116,45 @@ pub(crate) async fn show(
 }
 
 /// To Stripe Checkout (setup mode), which comes back to this page.
-pub(crate) async fn setup(State(state): State<ConsoleState>, member: CurrentMember) -> PageResult<Response> {
-    let url = account::setup_url(state.control(), member.id).await?;
-    Ok(flash::see_other(&url))
+pub(crate) async fn setup(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    form: FormData,
+) -> PageResult<Response> {
+    let claim = match once::claim(&state, &member, &form).await? {
+        Ok(claim) => claim,
+        Err(replayed) => return Ok(replayed),
+    };
+    let url = account::setup_url(state.control(), member.id).await;
+    to_stripe(&state, claim, url).await
 }
 
 /// To Stripe's billing portal (invoices, card).
-pub(crate) async fn portal(State(state): State<ConsoleState>, member: CurrentMember) -> PageResult<Response> {
-    let url = account::portal_url(state.control(), member.id).await?;
-    Ok(flash::see_other(&url))
+pub(crate) async fn portal(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    form: FormData,
+) -> PageResult<Response> {
+    let claim = match once::claim(&state, &member, &form).await? {
+        Ok(claim) => claim,
+        Err(replayed) => return Ok(replayed),
+    };
+    let url = account::portal_url(state.control(), member.id).await;
+    to_stripe(&state, claim, url).await
+}
+
+/// Sends the browser to Stripe; a replay of the form comes back to this page instead.
+async fn to_stripe(state: &ConsoleState, claim: once::Claim, url: aqs_core::ApiResult<String>) -> PageResult<Response> {
+    match url {
+        Ok(url) => {
+            claim.done(state, PATH).await?;
+            Ok(flash::see_other(&url))
+        }
+        Err(err) => {
+            claim.release(state).await?;
+            Err(err.into())
+        }
+    }
 }
 
 pub(crate) async fn budget(
@@ -127,10 +166,20 @@ pub(crate) async fn budget(
     let dollars = fields::number::<u64>(&mut errors, "monthly_limit", form.get("monthly_limit_dollars"), None);
     let percent = fields::number::<u32>(&mut errors, "alert_percent", form.get("alert_percent"), None);
     if let (Some(dollars), Some(alert_percent)) = (dollars, percent) {
+        let claim = match once::claim(&state, &member, &form).await? {
+            Ok(claim) => claim,
+            Err(replayed) => return Ok(replayed),
+        };
         let input = BudgetInput { monthly_limit_cents: dollars.saturating_mul(100), alert_percent };
         match account::set_budget(state.control(), member.id, input).await {
-            Ok(_) => return Ok(flash::redirect(&state, member.secure, PATH, "Budget saved.")),
-            Err(err) => errors = FieldErrors::from_api(err, &["monthly_limit_cents", "alert_percent"])?,
+            Ok(_) => {
+                claim.done(&state, PATH).await?;
+                return Ok(flash::redirect(&state, member.secure, PATH, "Budget saved."));
+            }
+            Err(err) => {
+                claim.release(&state).await?;
+                errors = FieldErrors::from_api(err, &["monthly_limit_cents", "alert_percent"])?;
+            }
         }
     }
     let mut page = page(&member, account::overview(state.control(), member.id).await?);

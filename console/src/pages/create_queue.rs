@@ -2,7 +2,8 @@
 //! button without JavaScript, live as you type with it), the visibility timeout, the maximum
 //! attempts and the payload size, or the defaults. On success the form redirects to the "created"
 //! page, which shows the first token once (a reload shows it no more; a resubmission creates
-//! nothing: see `once`).
+//! nothing: see `once`). At the per-member queue limit the form is shown disabled with the reason,
+//! before anything is typed.
 
 use super::INVALID;
 use super::load_queue;
@@ -16,8 +17,8 @@ use crate::state::ConsoleState;
 use aqs_control_plane::slug::Slug;
 use aqs_control_plane::{NewQueue, QueueChanges, queues, slug};
 use aqs_core::limits::{
-    MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_MAX, MIB, PAYLOAD_SIZE_DEFAULT, PAYLOAD_SIZES, VISIBILITY_DEFAULT_SECS,
-    VISIBILITY_MAX_SECS,
+    MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_MAX, MIB, PAYLOAD_SIZE_DEFAULT, PAYLOAD_SIZES, QUEUES_PER_MEMBER,
+    VISIBILITY_DEFAULT_SECS, VISIBILITY_MAX_SECS,
 };
 use askama::Template;
 use askama_web::WebTemplate;
@@ -64,6 +65,9 @@ struct CreatePage {
     visibility_max: u32,
     attempts_max: u32,
     form_id: String,
+    /// The member has as many queues as allowed: the form is shown disabled, saying why.
+    at_limit: bool,
+    limit: i64,
 }
 
 #[derive(Template, WebTemplate)]
@@ -77,8 +81,14 @@ struct CreatedPage {
     secret: Option<String>,
 }
 
-pub(crate) async fn form(member: CurrentMember) -> Response {
-    CreatePage {
+/// True when the member may create no more queues.
+async fn at_limit(state: &ConsoleState, member: &CurrentMember) -> PageResult<bool> {
+    Ok(queues::list(state.control(), member.id).await?.len() as i64 >= QUEUES_PER_MEMBER)
+}
+
+pub(crate) async fn form(State(state): State<ConsoleState>, member: CurrentMember) -> PageResult {
+    let at_limit = at_limit(&state, &member).await?;
+    Ok(CreatePage {
         chrome: member.chrome("Create queue"),
         name: String::new(),
         visibility: VISIBILITY_DEFAULT_SECS.to_string(),
@@ -89,8 +99,10 @@ pub(crate) async fn form(member: CurrentMember) -> Response {
         visibility_max: VISIBILITY_MAX_SECS,
         attempts_max: MAX_ATTEMPTS_MAX,
         form_id: once::new_id(),
+        at_limit,
+        limit: QUEUES_PER_MEMBER,
     }
-    .into_response()
+    .into_response())
 }
 
 /// The address a queue of this name gets, or why it cannot have one.
@@ -171,6 +183,8 @@ pub(crate) async fn submit(State(state): State<ConsoleState>, member: CurrentMem
         visibility_max: VISIBILITY_MAX_SECS,
         attempts_max: MAX_ATTEMPTS_MAX,
         form_id: once::new_id(),
+        at_limit: at_limit(&state, &member).await?,
+        limit: QUEUES_PER_MEMBER,
     };
     Ok((status, page).into_response())
 }

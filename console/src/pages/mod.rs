@@ -2,6 +2,7 @@
 //! control plane's service functions (member id first) and the engine (queue id, which they only
 //! learn from a queue the member owns), then render a template.
 
+pub(crate) mod account;
 pub(crate) mod admin_hosts;
 pub(crate) mod auth;
 pub(crate) mod billing;

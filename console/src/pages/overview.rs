@@ -1,7 +1,8 @@
 //! The Overview tab: the shared address, the depth split into ready, in flight and delayed, the
 //! stored bytes against the storage limit, the oldest message's age, today's counts and the dead
-//! letters, and the 14-day chart. The live part refreshes every few seconds: a meta refresh
-//! without JavaScript, a fetch of `/queues/{slug}/live` (just that fragment) with it.
+//! letters, and the 14-day chart. The live part, the chart included (so it never disagrees with
+//! the cards beside it), refreshes every few seconds: a meta refresh without JavaScript, a fetch of
+//! `/queues/{slug}/live` (just that fragment) with it.
 
 use super::load_queue;
 use crate::chart::{self, Chart};
@@ -40,6 +41,7 @@ pub(crate) struct Live {
     dead_letters: String,
     has_dead_letters: bool,
     updated: format::Instant,
+    chart: Chart,
 }
 
 #[derive(Template, WebTemplate)]
@@ -48,7 +50,6 @@ struct OverviewPage {
     chrome: Chrome,
     nav: QueueNav,
     live: Live,
-    chart: Chart,
     refresh_secs: u32,
     /// The custom hosts serving this queue: (hostname, status in words, reason).
     hosts: Vec<(String, &'static str, Option<String>)>,
@@ -63,6 +64,7 @@ struct LiveFragment {
 async fn live_figures(state: &ConsoleState, queue: &Queue, now: u64) -> PageResult<Live> {
     // The queue exists in PostgreSQL; missing Redis state means the projection is being repaired.
     let stats = state.engine().stats(queue.id, now).await?.ok_or(ConsoleError::Unavailable)?;
+    let days = state.engine().daily_counts(queue.id, chart::DAYS, now).await?;
     let share = if stats.storage_limit == 0 { 0.0 } else { stats.stored_bytes as f64 / stats.storage_limit as f64 };
     let percent = (share * 100.0).clamp(0.0, 100.0);
     // Keep a sliver of bar visible once anything is stored.
@@ -84,6 +86,7 @@ async fn live_figures(state: &ConsoleState, queue: &Queue, now: u64) -> PageResu
         dead_letters: format::count(stats.dead_letters),
         has_dead_letters: stats.dead_letters > 0,
         updated: format::instant(now),
+        chart: chart::build(&days),
     })
 }
 
@@ -95,13 +98,11 @@ pub(crate) async fn show(
     let queue = load_queue(&state, &member, &slug).await?;
     let now = now_ms();
     let live = live_figures(&state, &queue, now).await?;
-    let days = state.engine().daily_counts(queue.id, chart::DAYS, now).await?;
     let nav = QueueNav::new(&queue, Tab::Overview);
     Ok(OverviewPage {
         chrome: member.chrome(nav.title(Tab::Overview)),
         nav,
         live,
-        chart: chart::build(&days),
         refresh_secs: REFRESH_SECS,
         hosts: aqs_control_plane::hosts::list_for_queue(state.control(), member.id, &slug)
             .await?

@@ -1,6 +1,6 @@
 //! The Tokens tab: the queue's tokens (name, scopes, last four, created, last used), minting one
 //! (the form redirects to a page that shows its secret once; a resubmission mints nothing: see
-//! `once`) and revoking one after a confirmation page.
+//! `once`) and revoking one after a confirmation page (whose form is one-time too).
 
 use super::{INVALID, load_queue};
 use crate::error::{ConsoleError, PageResult};
@@ -101,6 +101,7 @@ pub(crate) struct RevokePage {
     chrome: Chrome,
     nav: QueueNav,
     token: Row,
+    form_id: String,
 }
 
 async fn tokens_page(
@@ -206,17 +207,32 @@ pub(crate) async fn confirm_revoke(
     let queue = load_queue(&state, &member, &slug).await?;
     let token = find_token(&state, &member, &slug, &id).await?;
     let nav = QueueNav::new(&queue, Tab::Tokens);
-    Ok(RevokePage { chrome: member.chrome(format!("Revoke {}", token.name)), nav, token: token.into() })
+    Ok(RevokePage {
+        chrome: member.chrome(format!("Revoke {}", token.name)),
+        nav,
+        token: token.into(),
+        form_id: once::new_id(),
+    })
 }
 
 pub(crate) async fn revoke(
     State(state): State<ConsoleState>,
     member: CurrentMember,
     PagePath((slug, id)): PagePath<(Slug, String)>,
+    form: FormData,
 ) -> PageResult<Response> {
     let token = find_token(&state, &member, &slug, &id).await?;
-    tokens::revoke(state.control(), member.id, &slug, &id).await?;
+    let claim = match once::claim(&state, &member, &form).await? {
+        Ok(claim) => claim,
+        Err(replayed) => return Ok(replayed),
+    };
+    let location = format!("/queues/{slug}/tokens");
+    if let Err(err) = tokens::revoke(state.control(), member.id, &slug, &id).await {
+        claim.release(&state).await?;
+        return Err(err.into());
+    }
+    claim.done(&state, &location).await?;
     let message =
         format!("Token “{}” (…{}) revoked. Requests using it are refused from now on.", token.name, token.last_four);
-    Ok(flash::redirect(&state, member.secure, &format!("/queues/{slug}/tokens"), &message))
+    Ok(flash::redirect(&state, member.secure, &location, &message))
 }

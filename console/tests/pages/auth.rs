@@ -7,9 +7,12 @@ use sqlx::PgPool;
 async fn logged_out_visits_to_member_pages_redirect_to_log_in(db: PgPool) {
     let app = spawn_console(db).await;
     let mut visitor = Visitor::new(&app);
-    for path in ["/", "/new", "/queues/anything", "/queues/anything/tokens", "/queues/anything/settings"] {
+    let page = visitor.get("/").await;
+    assert_eq!((page.status, page.location()), (303, "/login"));
+    for path in ["/new", "/queues/anything", "/queues/anything/tokens", "/queues/anything/settings"] {
         let page = visitor.get(path).await;
-        assert_eq!((page.status, page.location()), (303, "/login"), "{path}");
+        let back = form_urlencoded::byte_serialize(path.as_bytes()).collect::<String>();
+        assert_eq!((page.status, page.location()), (303, format!("/login?next={back}").as_str()), "{path}");
     }
     let page = visitor.get("/login").await;
     assert_eq!(page.status, 200);
@@ -132,7 +135,11 @@ async fn a_session_cookie_copied_before_log_out_is_refused_after_it(db: PgPool) 
     let mut thief = Visitor::new(&app);
     thief.set_cookie("aqs_session", &copied);
     let page = thief.get("/queues/jobs/tokens").await;
-    assert_eq!((page.status, page.location()), (303, "/login"), "the ended session opens nothing");
+    assert_eq!(
+        (page.status, page.location()),
+        (303, "/login?next=%2Fqueues%2Fjobs%2Ftokens"),
+        "the ended session opens nothing"
+    );
 }
 
 #[sqlx::test(migrations = "../migrations")]

@@ -108,6 +108,7 @@ async fn add_and_verify_a_domain_then_add_check_and_remove_a_host(db: PgPool) {
     let mut bea = Visitor::new(&app);
     bea.sign_up("bea@example.com").await;
     bea.create_queue("theirs", "5").await;
+    bea.get("/hosts").await;
     let added = bea.post("/hosts/domains", &[("name", "example.test")]).await;
     let page = bea.follow(added).await;
     let value = between(&page.body, "<code class=\"txt-value\">", "</code>").to_owned();

@@ -140,3 +140,34 @@ async fn replaying_an_old_pause_does_not_pause_a_resumed_queue(db: PgPool) {
     ada.follow(replay).await.assert_contains("already sent; it was done once and not again");
     assert!(!queue_of(&app, "ada@example.com", "jobs").await.paused, "the replay paused nothing");
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn replaying_a_token_revoke_or_an_added_domain_is_answered_not_repeated(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.create_queue("jobs", "5").await;
+    let list = ada.get("/queues/jobs/tokens").await;
+    let at = list.body.find("/tokens/").and_then(|i| list.body[i..].find("/revoke").map(|j| (i, j))).unwrap();
+    let revoke_path = format!("/queues/jobs{}", &list.body[at.0..at.0 + at.1 + "/revoke".len()]);
+    ada.get(&revoke_path).await;
+    let form_id = ada.form_id.clone().expect("the confirmation carries a one-time id");
+    let first = ada.post(&revoke_path, &[("form_id", &form_id)]).await;
+    assert_eq!((first.status, first.location()), (303, "/queues/jobs/tokens"));
+    ada.follow(first).await.assert_contains("revoked");
+    let replay = ada.post(&revoke_path, &[("form_id", &form_id)]).await;
+    assert_eq!((replay.status, replay.location()), (303, "/queues/jobs/tokens"));
+    ada.follow(replay).await.assert_contains("already sent; it was done once and not again");
+
+    ada.get("/hosts").await;
+    let form_id = ada.form_id.clone().expect("the hosts page's forms carry one-time ids");
+    let fields = [("name", "example.test"), ("form_id", form_id.as_str())];
+    let first = ada.post("/hosts/domains", &fields).await;
+    ada.follow(first).await.assert_contains("Added example.test.");
+    let replay = ada.post("/hosts/domains", &fields).await;
+    assert_eq!((replay.status, replay.location()), (303, "/hosts"), "{}", replay.body);
+    let page = ada.follow(replay).await;
+    page.assert_contains("already sent");
+    page.assert_lacks("already exists");
+    assert_eq!(page.body.matches("<tr data-domain=\"example.test\"").count(), 1);
+}

@@ -1,6 +1,7 @@
 //! The `/api/v1` HTTP routes: thin handlers that parse the request, call the service layer and
 //! shape the answer. Paths are full, so the binary can merge this router with the others.
 
+mod account;
 mod admin;
 mod auth;
 mod billing;
@@ -22,6 +23,10 @@ pub fn router(state: ControlPlane) -> Router {
         .route("/api/v1/auth/me", get(auth::me))
         .route("/api/v1/auth/logout", post(auth::logout))
         .route("/api/v1/auth/logout-all", post(auth::logout_all))
+        .route("/api/v1/auth/password", post(auth::change_password))
+        .route("/api/v1/auth/sessions", get(auth::sessions))
+        .route("/api/v1/auth/sessions/{id}", delete(auth::end_session))
+        .route("/api/v1/account", delete(account::delete))
         .route("/api/v1/queues", post(queues::create).get(queues::list))
         .route("/api/v1/queues/{slug}", get(queues::get).patch(queues::update).delete(queues::delete))
         .route("/api/v1/queues/{slug}/pause", post(queues::pause))
