@@ -5,8 +5,10 @@ use anyhow::Context;
 use aqs_core::ApiError;
 use aqs_core::config::{Config, Role};
 use aqs_core::keys::Keys;
+use aqs_core::metrics::http::HttpMetricsLayer;
 use aqs_core::redis_conn;
 use axum::Router;
+use axum::handler::Handler;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use std::future::Future;
@@ -59,9 +61,16 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let cancel = CancellationToken::new();
+    let mut background = Vec::new();
+    // Installed before anything is built: the routers and loops below measure only if it is.
+    if let Some(addr) = config.metrics_addr()? {
+        let listener = crate::metrics::bind(addr).await?;
+        let handle = crate::metrics::install()?;
+        tracing::info!(addr = %listener.local_addr()?, "metrics at /metrics");
+        background.push(crate::metrics::spawn(listener, handle, cancel.clone()));
+    }
     let mut redis = redis_conn::connect(&config.redis_urls()).await?;
     let mut app = Router::new();
-    let mut background = Vec::new();
 
     let data_plane = if config.runs(Role::Data) {
         redis_conn::check_durability(&mut redis).await?;
@@ -95,9 +104,11 @@ pub async fn run(
     }
 
     // Unknown paths and methods answer in the API's error format too, not with an empty body.
-    let app = app.fallback(|| async { ApiError::not_found("no such route") }).method_not_allowed_fallback(|| async {
-        ApiError::MethodNotAllowed("this route does not take that method".into())
-    });
+    let app = aqs_core::metrics::http::measured(app)
+        .fallback((|| async { ApiError::not_found("no such route") }).layer(HttpMetricsLayer))
+        .method_not_allowed_fallback(|| async {
+            ApiError::MethodNotAllowed("this route does not take that method".into())
+        });
 
     // Custom hosts are routed by `Host` on every listener of a data-plane process.
     let app = match &data_plane {

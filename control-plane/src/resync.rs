@@ -29,6 +29,13 @@ const CATCH_UP_WINDOW_SECS: i64 = 60;
 impl ControlPlane {
     /// Rewrites the projection of every live queue and token into Redis and removes stale records.
     pub async fn resync_projection(&self) -> anyhow::Result<()> {
+        let started = std::time::Instant::now();
+        let result = self.resync_everything().await;
+        aqs_core::metrics::resynced(result.is_ok(), started.elapsed());
+        result
+    }
+
+    async fn resync_everything(&self) -> anyhow::Result<()> {
         let db = self.db();
         let keys = self.keys();
         let mut conn = self.redis();

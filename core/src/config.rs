@@ -97,6 +97,10 @@ pub struct Config {
     pub stripe_price_payload_10mib: String,
     #[serde(default)]
     pub stripe_price_payload_50mib: String,
+    /// Address of the Prometheus scrape listener (`AQS_METRICS_ADDR`, `GET /metrics`); empty: none,
+    /// and nothing is measured.
+    #[serde(default)]
+    pub metrics_addr: String,
 }
 
 #[derive(Serialize)]
@@ -192,6 +196,7 @@ impl Config {
             bail!("AQS_PUBLIC_URL must start with http:// or https://");
         }
         self.validate_hosts()?;
+        self.metrics_addr().context("invalid setting AQS_METRICS_ADDR")?;
         if !self.stripe_secret_key.is_empty() {
             for (name, value) in [
                 ("AQS_STRIPE_WEBHOOK_SECRET", self.stripe_webhook_secret.expose()),
@@ -266,6 +271,15 @@ impl Config {
         Ok(Some(text.parse().with_context(|| format!("{text:?} is not ip:port"))?))
     }
 
+    /// `AQS_METRICS_ADDR` parsed; `None` when no metrics are wanted.
+    pub fn metrics_addr(&self) -> anyhow::Result<Option<SocketAddr>> {
+        let text = self.metrics_addr.trim();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(text.parse().with_context(|| format!("{text:?} is not ip:port"))?))
+    }
+
     /// The certificate-key cipher, when `AQS_CERT_ENCRYPTION_KEY` is set (checked by `validate`).
     pub fn cert_cipher(&self) -> Option<crate::cert_key::CertKeyCipher> {
         crate::cert_key::CertKeyCipher::from_base64(self.cert_encryption_key.expose()).ok()
@@ -303,6 +317,7 @@ impl Config {
             stripe_api_base: String::new(),
             stripe_price_payload_10mib: String::new(),
             stripe_price_payload_50mib: String::new(),
+            metrics_addr: String::new(),
         }
     }
 }
@@ -359,6 +374,16 @@ mod tests {
         all.database_url = Secret::new("postgres://x");
         all.session_secret = Secret::new("s".repeat(32));
         assert!(err(&all).contains("AQS_RECEIPT_SECRET"), "{}", err(&all));
+    }
+
+    #[test]
+    fn metrics_are_off_unless_an_address_is_given() {
+        let mut config = Config::for_tests("postgres://x", "redis://x", "t");
+        assert_eq!(config.metrics_addr().unwrap(), None);
+        config.metrics_addr = "127.0.0.1:9464".into();
+        assert_eq!(config.metrics_addr().unwrap(), Some("127.0.0.1:9464".parse().unwrap()));
+        config.metrics_addr = "9464".into();
+        assert!(config.validate().unwrap_err().to_string().contains("AQS_METRICS_ADDR"));
     }
 
     #[test]

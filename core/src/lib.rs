@@ -12,6 +12,7 @@ pub mod ids;
 pub mod json;
 pub mod keys;
 pub mod limits;
+pub mod metrics;
 pub mod projection;
 pub mod push;
 pub mod receipt;

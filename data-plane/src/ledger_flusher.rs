@@ -1,7 +1,8 @@
 //! Writes the ledger (`engine::ledger`: single publishes' counts and stored bytes, storage leases)
 //! to Redis every `EVERY`, so other replicas and the console see them within that. Redis errors are
 //! logged once per outage; the ledger waits for the next flush. `aqs serve` flushes once more
-//! after the last connection closed, giving the leases back.
+//! after the last connection closed, giving the leases back. Each successful flush marks the
+//! flush lag (`aqs_ledger_flush_lag_seconds`).
 
 use crate::state::DataPlane;
 use std::time::Duration;
@@ -16,12 +17,17 @@ pub fn spawn(state: DataPlane, shutdown: CancellationToken) -> JoinHandle<()> {
         let mut tick = tokio::time::interval(EVERY);
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut failing = false;
+        aqs_core::metrics::LEDGER_FLUSH.caught_up();
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tick.tick() => {}
             }
-            match state.engine.flush_ledger(false).await {
+            let flushed = state.engine.flush_ledger(false).await;
+            if flushed.is_ok() {
+                aqs_core::metrics::LEDGER_FLUSH.caught_up();
+            }
+            match flushed {
                 Ok(()) if failing => {
                     tracing::info!("Redis answers again; the publish ledger is written");
                     failing = false;

@@ -115,6 +115,8 @@ pub async fn consume_until(
             Some(due) => deadline.min(current + Duration::from_millis(due.saturating_sub(now)).max(MIN_SLEEP)),
             None => deadline,
         };
+        // A consumer's request waiting (push dispatchers, which pass `stop`, are not counted).
+        let _held = stop.is_none().then(aqs_core::metrics::LongPollHeld::enter);
         tokio::select! {
             _ = notified_fut => pass_on.0 = notified.clone(),
             _ = tokio::time::sleep_until(wake_at) => {}

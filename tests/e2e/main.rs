@@ -9,6 +9,7 @@ mod framing;
 mod harness;
 mod hosts;
 mod infra;
+mod metrics;
 mod outages;
 mod pebble;
 mod push;

@@ -54,8 +54,7 @@ impl Engine {
         loop {
             let mut inv = self.invocation(&self.scripts.purge, queue);
             inv.arg(now_ms).arg(PURGE_CHUNK);
-            let mut conn = self.conn.clone();
-            let (n, chunk): (u64, u64) = inv.invoke_async(&mut conn).await?;
+            let (n, chunk): (u64, u64) = self.run_as(&inv).await?;
             total += n;
             if n < chunk {
                 return Ok(total);

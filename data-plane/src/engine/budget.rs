@@ -35,7 +35,7 @@ impl Engine {
         }
         let held = ledger.give_back_undrawn(queue);
         let q = self.keys.queue(queue);
-        let mut inv = self.scripts.lease.prepare_invoke();
+        let mut inv = self.prepare(&self.scripts.lease);
         inv.key(q.meta()).key(q.stats()).key(q.budget());
         inv.arg(now_ms).arg(self.replica.as_ref()).arg(held).arg(bytes);
         match self.run(&inv).await? {
@@ -86,7 +86,7 @@ impl Engine {
     /// What Redis recorded, or `None` when the queue is gone.
     async fn flush_one(&self, item: &FlushItem, now_ms: u64) -> ApiResult<Option<Recorded>> {
         let q = self.keys.queue(item.queue);
-        let mut inv = self.scripts.flush.prepare_invoke();
+        let mut inv = self.prepare(&self.scripts.flush);
         inv.key(q.meta()).key(q.stats()).key(q.budget());
         inv.arg(now_ms).arg(self.replica.as_ref()).arg(item.drawn).arg(item.lease).arg(item.want);
         for (day, n) in &item.counts {

@@ -84,20 +84,19 @@ impl Engine {
     async fn chunked<'a>(
         &self,
         selection: &Selection,
-        build: impl Fn(Vec<String>) -> redis::ScriptInvocation<'a>,
+        build: impl Fn(Vec<String>) -> super::Invocation<'a>,
     ) -> ApiResult<u64> {
-        let mut conn = self.conn.clone();
         match selection {
             Selection::Ids(ids) => {
                 let args = std::iter::once("ids".to_owned()).chain(ids.iter().cloned()).collect();
-                let (n, _chunk): (u64, u64) = build(args).invoke_async(&mut conn).await?;
+                let (n, _chunk): (u64, u64) = self.run_as(&build(args)).await?;
                 Ok(n)
             }
             Selection::All => {
                 let mut total = 0;
                 loop {
                     let (n, chunk): (u64, u64) =
-                        build(vec!["all".into(), PURGE_CHUNK.to_string()]).invoke_async(&mut conn).await?;
+                        self.run_as(&build(vec!["all".into(), PURGE_CHUNK.to_string()])).await?;
                     total += n;
                     if n < chunk {
                         return Ok(total);

@@ -103,6 +103,29 @@ use aqs_core::redis_conn::RedisConn;
 use redis::{Script, ScriptInvocation, Value};
 use reply::{Reply, Status, unexpected};
 use std::sync::Arc;
+use std::time::Instant;
+
+/// A script invocation that knows its script's name, for the script metrics. Derefs to the
+/// `ScriptInvocation` it wraps, so keys and arguments are added as before.
+pub(crate) struct Invocation<'a> {
+    inv: ScriptInvocation<'a>,
+    /// Named only when measured.
+    script: &'a Script,
+}
+
+impl<'a> std::ops::Deref for Invocation<'a> {
+    type Target = ScriptInvocation<'a>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.inv
+    }
+}
+
+impl std::ops::DerefMut for Invocation<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.inv
+    }
+}
 
 /// Runs the message scripts for any queue. Cheap to clone; the console uses one directly.
 #[derive(Clone)]
@@ -144,10 +167,15 @@ impl Engine {
         self.conn.clone()
     }
 
+    /// Starts an invocation of `script` (one of `self.scripts`) with no keys.
+    fn prepare<'a>(&self, script: &'a Script) -> Invocation<'a> {
+        Invocation { inv: script.prepare_invoke(), script }
+    }
+
     /// Starts an invocation of `script` with the fourteen standard queue keys (`common.lua`).
-    fn invocation<'a>(&self, script: &'a Script, queue: QueueId) -> ScriptInvocation<'a> {
+    fn invocation<'a>(&self, script: &'a Script, queue: QueueId) -> Invocation<'a> {
         let q = self.keys.queue(queue);
-        let mut inv = script.prepare_invoke();
+        let mut inv = self.prepare(script);
         inv.key(q.meta())
             .key(q.stream())
             .key(q.lease())
@@ -167,7 +195,7 @@ impl Engine {
 
     /// Runs a script whose reply opens with `ok`, or `no_queue` (`None`); any other status is an
     /// internal error.
-    async fn run_found(&self, inv: &ScriptInvocation<'_>, script: &str) -> ApiResult<Option<Reply>> {
+    async fn run_found(&self, inv: &Invocation<'_>, script: &str) -> ApiResult<Option<Reply>> {
         let mut reply = Reply::new(self.run(inv).await?)?;
         match reply.status(script)? {
             Status::Ok => Ok(Some(reply)),
@@ -177,9 +205,19 @@ impl Engine {
     }
 
     /// EVALSHA (falling back to EVAL after a Redis restart emptied the script cache).
-    async fn run(&self, inv: &ScriptInvocation<'_>) -> ApiResult<Value> {
+    async fn run(&self, inv: &Invocation<'_>) -> ApiResult<Value> {
+        self.run_as(inv).await
+    }
+
+    /// [`run`](Self::run) with the reply converted to `T`.
+    async fn run_as<T: redis::FromRedisValue>(&self, inv: &Invocation<'_>) -> ApiResult<T> {
         let mut conn = self.conn.clone();
-        Ok(inv.invoke_async(&mut conn).await?)
+        let started = aqs_core::metrics::enabled().then(Instant::now);
+        let result: redis::RedisResult<T> = inv.inv.invoke_async(&mut conn).await;
+        if let Some(started) = started {
+            aqs_core::metrics::script_ran(self.scripts.name_of(inv.script), started.elapsed(), result.is_ok());
+        }
+        Ok(result?)
     }
 
     /// An EVALSHA of `script` that the caller built itself: the single publish skips
@@ -187,12 +225,19 @@ impl Engine {
     /// retries after a Redis restart emptied the script cache, as `run` does.
     async fn run_evalsha(&self, script: &Script, evalsha: &redis::Cmd) -> ApiResult<Value> {
         let mut conn = self.conn.clone();
-        match evalsha.query_async(&mut conn).await {
+        let started = aqs_core::metrics::enabled().then(Instant::now);
+        let result: redis::RedisResult<Value> = match evalsha.query_async(&mut conn).await {
             Err(err) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-                script.load_async(&mut conn).await?;
-                Ok(evalsha.query_async(&mut conn).await?)
+                match script.load_async(&mut conn).await {
+                    Ok(_) => evalsha.query_async(&mut conn).await,
+                    Err(err) => Err(err),
+                }
             }
-            reply => Ok(reply?),
+            reply => reply,
+        };
+        if let Some(started) = started {
+            aqs_core::metrics::script_ran(self.scripts.name_of(script), started.elapsed(), result.is_ok());
         }
+        Ok(result?)
     }
 }

@@ -114,7 +114,7 @@ impl Engine {
     ) -> ApiResult<PublishOutcome> {
         // publish.lua takes only the keys it touches (see its header), not the standard fourteen.
         let q = self.keys.queue(queue);
-        let mut inv = self.scripts.publish.prepare_invoke();
+        let mut inv = self.prepare(&self.scripts.publish);
         inv.key(q.meta()).key(q.stream()).key(q.delayed()).key(q.delayed_messages()).key(q.stats()).key(q.wake());
         inv.key(q.budget()).key(q.idempotency_index()).key(q.large());
         inv.arg(now_ms).arg(utc_day(now_ms)).arg(messages.len()).arg(q.idempotency_prefix().len());

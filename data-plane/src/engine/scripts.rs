@@ -71,6 +71,32 @@ impl Scripts {
         }
     }
 
+    /// The name of one of these scripts (its file's stem), for the script metrics.
+    pub fn name_of(&self, script: &Script) -> &'static str {
+        let named: [(&Script, &'static str); 19] = [
+            (&self.publish, "publish"),
+            (&self.publish_one, "publish_one"),
+            (&self.lease, "lease"),
+            (&self.flush, "flush"),
+            (&self.consume, "consume"),
+            (&self.ack, "ack"),
+            (&self.nack, "nack"),
+            (&self.bury, "bury"),
+            (&self.release, "release"),
+            (&self.stats, "stats"),
+            (&self.peek, "peek"),
+            (&self.purge, "purge"),
+            (&self.sweep, "sweep"),
+            (&self.dlq_list, "dlq_list"),
+            (&self.dlq_replay, "dlq_replay"),
+            (&self.dlq_purge, "dlq_purge"),
+            (&self.held_leases, "held_leases"),
+            (&self.drop_queue, "drop_queue"),
+            (&self.extend, "extend"),
+        ];
+        named.iter().find(|(s, _)| std::ptr::eq(*s, script)).map_or("other", |(_, name)| name)
+    }
+
     /// Every script, for loading them all at start-up (`SCRIPT LOAD` catches a Lua syntax error
     /// before the first request does).
     pub fn all(&self) -> [&Script; 19] {

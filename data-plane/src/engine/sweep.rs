@@ -11,10 +11,15 @@ use aqs_core::time::utc_day;
 /// Items of each kind one sweep call handles: bounds how long it holds Redis.
 const SWEEP_LIMIT: u32 = 1000;
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SweepOutcome {
     pub promoted: u64,
     pub dead_lettered: u64,
+    /// What the queue holds after the sweep, for the per-queue metrics: ready, in-flight and
+    /// delayed messages; dead letters.
+    pub depth: u64,
+    pub dead_letters: u64,
+    pub slug: String,
 }
 
 impl Engine {
@@ -33,6 +38,13 @@ impl Engine {
                 other => Err(unexpected("sweep.lua", other)),
             };
         }
-        Ok(Some(SweepOutcome { promoted: reply.uint()?, dead_lettered: reply.uint()? }))
+        let outcome = SweepOutcome {
+            promoted: reply.uint()?,
+            dead_lettered: reply.uint()?,
+            depth: reply.uint()?,
+            dead_letters: reply.uint()?,
+            slug: reply.text()?,
+        };
+        Ok(Some(outcome))
     }
 }

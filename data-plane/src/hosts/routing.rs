@@ -28,7 +28,7 @@ const CHALLENGE_PREFIX: &str = "/.well-known/acme-challenge/";
 
 /// Wraps `shared` (every route of this process) so that custom hosts are served on it too.
 pub fn route_by_host(shared: Router, state: DataPlane) -> Router {
-    let custom = crate::queue_routes()
+    let custom = aqs_core::metrics::http::measured(crate::queue_routes())
         .fallback(|| async { ApiError::not_found("no such route on a custom host") })
         .method_not_allowed_fallback(|| async {
             ApiError::MethodNotAllowed("this route does not take that method".into())

@@ -52,6 +52,7 @@ pub async fn deliver(state: &DataPlane, settings: &PushSettings, deliveries: Vec
     let batch_id = MessageId::new().to_string();
     let attempt = state.push.send(settings, &batch_id, body(settings, &deliveries), REPLY_MAX_BYTES).await;
     let verdict = outcome::batch(&attempt.answer);
+    aqs_core::metrics::push_delivered("batch", verdict.metric_label());
     match apply(state, settings, &deliveries, &verdict).await {
         Ok(outcome) => {
             log::record(

@@ -45,6 +45,7 @@ pub async fn deliver(state: &DataPlane, settings: &PushSettings, delivery: Deliv
     let id = delivery.message.to_string();
     let attempt = state.push.send(settings, &id, body(settings, &delivery), REASON_BODY_BYTES).await;
     let verdict = outcome::message(&attempt.answer);
+    aqs_core::metrics::push_delivered("message", verdict.metric_label());
     let outcome = match apply(state, settings, &delivery, &verdict).await {
         Ok(outcome) => outcome,
         Err(err) => {

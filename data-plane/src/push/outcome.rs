@@ -43,6 +43,28 @@ pub enum BatchVerdict {
     },
 }
 
+impl Verdict {
+    /// The `outcome` of `aqs_push_deliveries_total`.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Verdict::Ack => "acked",
+            Verdict::Retry { .. } => "retried",
+            Verdict::Dead { .. } => "dead_lettered",
+        }
+    }
+}
+
+impl BatchVerdict {
+    /// The `outcome` of `aqs_push_deliveries_total`.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            BatchVerdict::AckAll => "acked",
+            BatchVerdict::Partial { .. } => "partial",
+            BatchVerdict::RetryAll { .. } => "retried",
+        }
+    }
+}
+
 pub fn message(answer: &Answer) -> Verdict {
     match answer {
         Answer::Status { status, .. } if (200..300).contains(status) => Verdict::Ack,

@@ -2,7 +2,8 @@
 -- concurrently: each call is atomic and idempotent).
 -- KEYS: the fourteen queue keys (common.lua), then KEYS[15] budget (budget.lua is prepended too).
 -- ARGV: now_ms, limit per kind, prune_before_day (YYYYMMDD; '0' = do not prune).
--- Returns {promoted, dead_lettered} or {'no_queue'}.
+-- Returns {promoted, dead_lettered, depth (stream + delayed), dead letters, slug} or {'no_queue'}:
+-- the last three feed the per-queue metrics at no extra round trip.
 local now, limit, prune_before = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local meta = read_meta()
 if not meta then return { 'no_queue' } end
@@ -49,4 +50,5 @@ if leases_held(K_BUDGET, K_STATS, now, '') == 0 and redis.call('XLEN', K_STREAM)
   local bytes = redis.call('HGET', K_STATS, 'bytes')
   if bytes and bytes ~= '0' then redis.call('HSET', K_STATS, 'bytes', 0) end
 end
-return { promoted, dead }
+local depth = redis.call('XLEN', K_STREAM) + redis.call('ZCARD', K_DELAYED)
+return { promoted, dead, depth, redis.call('XLEN', K_DLQ), redis.call('HGET', K_META, 'slug') or '' }
