@@ -29,6 +29,8 @@
 //!   payload-size downgrade can count what is still too large. publish.lua adds (publish_one.lua
 //!   never sees such a message: the engine routes it to publish.lua); ack, purge and the DLQ purge
 //!   remove, after one EXISTS per call; moves between stream, delayed and dlq leave it alone.
+//! - `rl:{q:ID}:<token>:<class>` (outside the queue's key prefix, in its hash slot): a token's rate
+//!   budget, charged by the first thing a charged script does (`rate.rs`, `scripts/rate.lua`).
 //!
 //! # The life of a message
 //!
@@ -70,6 +72,8 @@
 //!   limit (a single publish: if it fits its replica's lease); nothing is ever evicted or trimmed.
 //! - Scripts never read the clock: `now_ms` comes from the calling replica (replicas are assumed
 //!   NTP-synchronised; a skew of a few hundred ms only shifts lease and delay edges).
+//! - A request charged to a token's rate budget (`rate.rs`) is checked by the first thing its
+//!   script does: refused, it changes nothing.
 
 mod ack;
 mod admin;
@@ -81,6 +85,7 @@ mod large;
 mod ledger;
 mod lifecycle;
 mod publish;
+mod rate;
 mod reply;
 mod scripts;
 mod stats;
@@ -92,6 +97,7 @@ pub use consume::{ConsumeOutcome, Delivery};
 pub use dead_letters::{DeadLetter, PREVIEW_BYTES, Selection};
 use ledger::Ledger;
 pub use publish::{NewMessage, PublishOutcome, Published};
+pub use rate::{Charge, Class};
 pub use scripts::Scripts;
 pub use stats::{DAILY_HISTORY_DAYS, DailyCount, QueueStats};
 pub use sweep::SweepOutcome;
@@ -108,22 +114,25 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Engine {
     conn: RedisConn,
-    keys: Keys,
+    keys: Arc<Keys>,
     scripts: Arc<Scripts>,
     ledger: Arc<Ledger>,
     /// Names this process's storage leases (`budget.lua`) and wake-ups (`wake.rs`); new at every
     /// start.
     replica: Arc<str>,
+    /// The request whose first script is charged to a token's rate budget (`charged`).
+    charge: Option<Charge>,
 }
 
 impl Engine {
     pub fn new(conn: RedisConn, keys: Keys) -> Self {
         Self {
             conn,
-            keys,
+            keys: Arc::new(keys),
             scripts: Arc::new(Scripts::new()),
             ledger: Arc::default(),
             replica: MessageId::new().to_string().into(),
+            charge: None,
         }
     }
 
@@ -144,8 +153,19 @@ impl Engine {
         self.conn.clone()
     }
 
-    /// Starts an invocation of `script` with the fourteen standard queue keys (`common.lua`).
+    /// Starts an invocation of `script` with the fourteen standard queue keys (`common.lua`),
+    /// charged to this engine's [`Charge`] if it has one. A charged call takes no further keys.
     fn invocation<'a>(&self, script: &'a Script, queue: QueueId) -> ScriptInvocation<'a> {
+        self.invocation_charged(script, queue, self.charge)
+    }
+
+    /// [`Engine::invocation`] charged to `charge` (`None`: the later calls of one request).
+    fn invocation_charged<'a>(
+        &self,
+        script: &'a Script,
+        queue: QueueId,
+        charge: Option<Charge>,
+    ) -> ScriptInvocation<'a> {
         let q = self.keys.queue(queue);
         let mut inv = script.prepare_invoke();
         inv.key(q.meta())
@@ -162,6 +182,10 @@ impl Engine {
             .key(q.idempotency_prefix())
             .key(q.idempotency_index())
             .key(q.large());
+        if let Some(charge) = charge {
+            inv.key(charge.bucket(&self.keys, queue));
+            charge.open_args(&mut inv);
+        }
         inv
     }
 
@@ -176,10 +200,11 @@ impl Engine {
         }
     }
 
-    /// EVALSHA (falling back to EVAL after a Redis restart emptied the script cache).
+    /// EVALSHA (falling back to EVAL after a Redis restart emptied the script cache). A charged
+    /// script's refusal (`rate.lua`) is the error `rate_limited`.
     async fn run(&self, inv: &ScriptInvocation<'_>) -> ApiResult<Value> {
         let mut conn = self.conn.clone();
-        Ok(inv.invoke_async(&mut conn).await?)
+        refused_or(inv.invoke_async(&mut conn).await?)
     }
 
     /// An EVALSHA of `script` that the caller built itself: the single publish skips
@@ -190,9 +215,17 @@ impl Engine {
         match evalsha.query_async(&mut conn).await {
             Err(err) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
                 script.load_async(&mut conn).await?;
-                Ok(evalsha.query_async(&mut conn).await?)
+                refused_or(evalsha.query_async(&mut conn).await?)
             }
-            reply => Ok(reply?),
+            reply => refused_or(reply?),
         }
+    }
+}
+
+/// `reply`, unless it is a rate refusal (`rate.rs`).
+fn refused_or(reply: Value) -> ApiResult<Value> {
+    match rate::refusal(&reply) {
+        Some(refused) => Err(refused),
+        None => Ok(reply),
     }
 }
