@@ -52,8 +52,10 @@ pub enum ApiError {
     StorageLimitReached(String),
     #[error("{0}")]
     QueueLimitReached(String),
+    /// A token spent its budget of `limit` requests per `window_secs`: answered with `Retry-After`
+    /// and the IETF draft's `RateLimit-*` headers.
     #[error("{message}")]
-    RateLimited { message: String, retry_after_secs: u64 },
+    RateLimited { message: String, retry_after_secs: u64, limit: u64, window_secs: u64 },
     #[error("{message}")]
     ServiceUnavailable { message: String, retry_after_secs: u64 },
     /// A paid add-on needs a payment method first: `setup_url` collects one.
@@ -134,6 +136,14 @@ impl ApiError {
         }
     }
 
+    /// The error itself, out of its batch wrapper.
+    fn unbatched(&self) -> &Self {
+        match self {
+            Self::InBatch { source, .. } => source.unbatched(),
+            other => other,
+        }
+    }
+
     fn retry_after(&self) -> Option<u64> {
         match self {
             Self::RateLimited { retry_after_secs, .. } | Self::ServiceUnavailable { retry_after_secs, .. } => {
@@ -193,6 +203,17 @@ fn log_unavailable(message: &str) {
     }
 }
 
+/// A refusal's `RateLimit-*` headers (draft-ietf-httpapi-ratelimit-headers): the budget, none of
+/// it left, and the seconds until a request is admitted again (the same as `Retry-After`).
+fn rate_limit_headers(headers: &mut header::HeaderMap, limit: u64, window_secs: u64, reset_secs: u64) {
+    headers.insert("ratelimit-limit", HeaderValue::from(limit));
+    headers.insert("ratelimit-remaining", HeaderValue::from(0));
+    headers.insert("ratelimit-reset", HeaderValue::from(reset_secs));
+    if let Ok(policy) = HeaderValue::try_from(format!("{limit};w={window_secs}")) {
+        headers.insert("ratelimit-policy", policy);
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
@@ -221,6 +242,9 @@ impl IntoResponse for ApiError {
         response.extensions_mut().insert(ErrorBody(body));
         if let Some(secs) = self.retry_after() {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if let Self::RateLimited { retry_after_secs, limit, window_secs, .. } = self.unbatched() {
+            rate_limit_headers(response.headers_mut(), *limit, *window_secs, *retry_after_secs);
         }
         response
     }
@@ -252,6 +276,20 @@ mod tests {
         assert_eq!(ApiError::from(refused).code(), "service_unavailable");
         let script_error = RedisError::from((ErrorKind::Server(ServerErrorKind::ResponseError), "ERR bad script"));
         assert_eq!(ApiError::from(script_error).code(), "internal");
+    }
+
+    #[test]
+    fn rate_limited_carries_retry_after_and_the_ratelimit_headers() {
+        let err =
+            ApiError::RateLimited { message: "slow down".into(), retry_after_secs: 10, limit: 6, window_secs: 60 };
+        let response = ApiError::InBatch { index: 0, source: Box::new(err) }.into_response();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        let headers = response.headers();
+        assert_eq!(headers[header::RETRY_AFTER], "10");
+        assert_eq!(headers["ratelimit-limit"], "6");
+        assert_eq!(headers["ratelimit-remaining"], "0");
+        assert_eq!(headers["ratelimit-reset"], "10");
+        assert_eq!(headers["ratelimit-policy"], "6;w=60");
     }
 
     /// Counts the events emitted while it is the default subscriber.

@@ -24,6 +24,7 @@
 //! | `NS:{q:ID}:push` | hash | the queue's push target (projection, `PushRecord`) |
 //! | `NS:{q:ID}:push:log` | list | the last 20 push delivery outcomes, newest first (`DeliveryRecord`) |
 //! | `NS:deleted:{q:ID}` | string | a deleted queue's tombstone, for a day: late projection writes skip it |
+//! | `NS:rl:{q:ID}:<token id>:<class>` | string | a token's rate budget of one class (the data plane's `rate.lua`), gone once full again (≤ 1 min idle) |
 //! | `NS:slug:<slug>` | string | slug → queue id (projection) |
 //! | `NS:token:<sha256>` | hash | token → queue and scopes (projection); `revoked` for a day after revocation |
 //! | `NS:queues` | set | ids of every live queue (projection; the sweeper walks it) |
@@ -65,6 +66,13 @@ impl Keys {
     /// outside its key pattern (deleting the queue's keys leaves it).
     pub fn deleted_queue(&self, id: QueueId) -> String {
         format!("{}:deleted:{{q:{id}}}", self.ns)
+    }
+
+    /// A token's rate budget for one class of requests (`m`, `r`, `a`: the data plane's
+    /// `engine::rate`). In the queue's hash slot, so the queue's scripts can charge it; outside
+    /// its key pattern, as deleting the queue cannot name it: it expires on its own once idle.
+    pub fn rate_bucket(&self, id: QueueId, token: uuid::Uuid, class: &str) -> String {
+        format!("{}:rl:{{q:{id}}}:{}:{class}", self.ns, token.simple())
     }
 
     /// A console form's one-time id (`form_id`) once submitted: "" while its action runs, then
@@ -274,5 +282,7 @@ mod tests {
             tombstone.contains(&tag) && !tombstone.starts_with(keys.pattern().trim_end_matches('*')),
             "{tombstone}"
         );
+        let bucket = Keys::new("aqs").rate_bucket(id, uuid::Uuid::nil(), "m");
+        assert!(bucket.contains(&tag) && !bucket.starts_with(keys.pattern().trim_end_matches('*')), "{bucket}");
     }
 }

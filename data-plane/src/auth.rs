@@ -3,7 +3,7 @@
 //! missing, malformed or unknown token is 401; an unknown slug, or a queue other than the token's,
 //! is 404 (another tenant's queue is never revealed); a missing scope is 403.
 
-use crate::rate_limit::Class;
+use crate::engine::{Charge, Class};
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::ids::QueueId;
@@ -63,18 +63,20 @@ fn bearer(parts: &Parts) -> ApiResult<TokenSecret> {
 }
 
 impl QueueContext {
-    /// Checks that the token has one of `scopes`, takes the request from its rate budget, and
-    /// stamps the token's last use (at most once a minute, off the request path).
-    pub fn authorize(&self, state: &DataPlane, scopes: &[Scope], class: Class) -> ApiResult<()> {
+    /// Checks that the token has one of `scopes` and stamps its last use (at most once a minute,
+    /// off the request path). Answers the request's charge to the token's budget of `class`:
+    /// the handler runs its script through `state.engine.charged(charge)`, which takes the request
+    /// from that budget, held in Redis for every replica, or refuses it with 429 (`engine/rate.rs`).
+    pub fn authorize(&self, state: &DataPlane, scopes: &[Scope], class: Class) -> ApiResult<Charge> {
         if !scopes.iter().any(|s| self.token.allows(*s)) {
             let names: Vec<&str> = scopes.iter().map(|s| s.as_str()).collect();
             return Err(ApiError::Forbidden(format!("this token lacks the {} scope", names.join(" or "))));
         }
         let now = now_ms();
-        if state.usage.admit(self.token.token_id, class, now)?.record_use {
+        if state.last_use.due(self.token.token_id, now) {
             record_last_use(state, self.queue, self.token.token_id, now);
         }
-        Ok(())
+        Ok(Charge { token: self.token.token_id, class, now_ms: now })
     }
 }
 

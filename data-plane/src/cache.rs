@@ -88,8 +88,8 @@ pub struct CacheSizes {
     pub slugs: usize,
     pub metas: usize,
     pub push: usize,
-    /// Tokens with rate-limit buckets (`rate_limit::Usage`).
-    pub rate_buckets: usize,
+    /// Tokens with a last-use stamp (`last_use::LastUse`).
+    pub last_use: usize,
 }
 
 pub struct AuthCache {
@@ -106,14 +106,14 @@ impl AuthCache {
         Self { keys, tokens: TtlMap::new(), slugs: TtlMap::new(), metas: TtlMap::new(), push: TtlMap::new() }
     }
 
-    /// The sizes of the caches, but for the rate buckets (`Usage` fills that in).
+    /// The sizes of the caches, but for the last-use stamps (`LastUse` fills that in).
     pub fn sizes(&self) -> CacheSizes {
         CacheSizes {
             tokens: self.tokens.len(),
             slugs: self.slugs.len(),
             metas: self.metas.len(),
             push: self.push.len(),
-            rate_buckets: 0,
+            last_use: 0,
         }
     }
 

@@ -3,7 +3,7 @@
 //! and then runs the consume script again. No loop polls Redis on a timer. On shutdown a waiting
 //! poll answers with no messages at once, so graceful shutdown is not held up.
 
-use crate::engine::{ConsumeOutcome, Delivery};
+use crate::engine::{Charge, ConsumeOutcome, Delivery};
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::ids::QueueId;
@@ -38,15 +38,17 @@ async fn stopped(stop: Option<&CancellationToken>) {
     }
 }
 
-/// Leases up to `max` messages, waiting up to `wait` for the first one.
+/// Leases up to `max` messages, waiting up to `wait` for the first one: a consumer's request,
+/// charged to its token's rate budget once (on the first attempt).
 pub async fn consume(
     state: &DataPlane,
+    charge: Charge,
     queue: QueueId,
     max: u32,
     lease_ms: u64,
     wait: Duration,
 ) -> ApiResult<Consumed> {
-    consume_until(state, queue, max, lease_ms, wait, None).await
+    consume_charged(state, queue, max, lease_ms, wait, None, Some(charge)).await
 }
 
 /// [`consume`] that also stops waiting, answering with no messages, once `stop` is cancelled. Only
@@ -59,6 +61,18 @@ pub async fn consume_until(
     lease_ms: u64,
     wait: Duration,
     stop: Option<&CancellationToken>,
+) -> ApiResult<Consumed> {
+    consume_charged(state, queue, max, lease_ms, wait, stop, None).await
+}
+
+async fn consume_charged(
+    state: &DataPlane,
+    queue: QueueId,
+    max: u32,
+    lease_ms: u64,
+    wait: Duration,
+    stop: Option<&CancellationToken>,
+    mut charge: Option<Charge>,
 ) -> ApiResult<Consumed> {
     if stop.is_some_and(CancellationToken::is_cancelled) {
         return Ok(Consumed { deliveries: Vec::new(), lease_ms, paused: false });
@@ -84,7 +98,15 @@ pub async fn consume_until(
         };
         // Boxed: the script call's future is large and lives only during the attempt; inline, it
         // would be part of every held poll's task for the whole wait.
-        let attempt = Box::pin(state.engine.consume(queue, max, lease_ms, now, wait_until_ms)).await;
+        // Only the first attempt is charged: the later ones are the same request.
+        let charge = charge.take();
+        let attempt = Box::pin(async move {
+            match charge {
+                Some(charge) => state.engine.charged(charge).consume(queue, max, lease_ms, now, wait_until_ms).await,
+                None => state.engine.consume(queue, max, lease_ms, now, wait_until_ms).await,
+            }
+        })
+        .await;
         pass_on.0 = None;
         let next_due_ms = match attempt? {
             ConsumeOutcome::Delivered { deliveries, lease_ms, next_due_ms } => {

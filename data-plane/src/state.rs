@@ -2,8 +2,8 @@
 
 use crate::cache::{AuthCache, CacheSizes};
 use crate::engine::Engine;
+use crate::last_use::LastUse;
 use crate::push::deliver::PushClient;
-use crate::rate_limit::Usage;
 use crate::wake::Waiters;
 use anyhow::Context;
 use aqs_core::config::Config;
@@ -30,7 +30,8 @@ pub struct Shared {
     pub engine: Engine,
     pub(crate) receipts: ReceiptCodec,
     pub(crate) auth: Arc<AuthCache>,
-    pub(crate) usage: Arc<Usage>,
+    /// When each token's last use was written (`last_use.rs`).
+    pub(crate) last_use: Arc<LastUse>,
     pub(crate) waiters: Waiters,
     /// Where the wake-up subscriber connects: the (first) Redis URL.
     pub(crate) pubsub_url: Option<String>,
@@ -72,7 +73,7 @@ impl DataPlane {
             engine: Engine::new(redis, keys.clone()),
             receipts: ReceiptCodec::new(config.receipt_secret.expose().as_bytes()),
             auth: Arc::new(AuthCache::new(keys)),
-            usage: Arc::new(Usage::default()),
+            last_use: Arc::new(LastUse::default()),
             waiters: Waiters::default(),
             pubsub_url: config.redis_urls().into_iter().next(),
             shutdown: Arc::new(OnceLock::new()),
@@ -82,10 +83,10 @@ impl DataPlane {
         }))
     }
 
-    /// How many entries the in-process caches and the rate buckets hold: each has a bound
-    /// (`CACHE_CAPACITY`, `RATE_BUCKETS_CAPACITY`) that hostile traffic cannot push it past.
+    /// How many entries the in-process caches and the last-use stamps hold: each has a bound
+    /// (`CACHE_CAPACITY`, `LAST_USE_CAPACITY`) that hostile traffic cannot push it past.
     pub fn cache_sizes(&self) -> CacheSizes {
-        CacheSizes { rate_buckets: self.usage.len(), ..self.auth.sizes() }
+        CacheSizes { last_use: self.last_use.len(), ..self.auth.sizes() }
     }
 
     /// True once the wake-up subscriber is listening (tests wait for it).

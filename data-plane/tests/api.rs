@@ -41,6 +41,8 @@ mod push_guard;
 mod push_handler;
 #[path = "api/push_replicas.rs"]
 mod push_replicas;
+#[path = "api/rate_limits.rs"]
+mod rate_limits;
 #[path = "api/recovery.rs"]
 mod recovery;
 #[path = "api/request_id.rs"]

@@ -1,6 +1,7 @@
 //! Peek and purge of ready messages (`peek.lua`, `purge.lua`).
 
 use super::Engine;
+use super::reply::chunk_counts;
 use aqs_core::error::ApiResult;
 use aqs_core::ids::QueueId;
 
@@ -50,11 +51,12 @@ impl Engine {
     /// how many. Stops at the first chunk that is not full, so a steady stream of publishes
     /// cannot keep it going forever.
     pub async fn purge_ready(&self, queue: QueueId, now_ms: u64) -> ApiResult<u64> {
-        let mut total = 0;
+        let (mut total, mut charge) = (0, self.charge);
         loop {
-            let mut inv = self.invocation(&self.scripts.purge, queue);
+            // The request is charged once, on its first chunk.
+            let mut inv = self.invocation_charged(&self.scripts.purge, queue, charge.take());
             inv.arg(now_ms).arg(PURGE_CHUNK);
-            let (n, chunk): (u64, u64) = self.run_as(&inv).await?;
+            let (n, chunk) = chunk_counts("purge.lua", self.run(&inv).await?)?;
             total += n;
             if n < chunk {
                 return Ok(total);

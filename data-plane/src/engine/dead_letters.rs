@@ -1,7 +1,8 @@
 //! The dead-letter queue: list, replay, purge (`dlq_*.lua`).
 
-use super::Engine;
 use super::admin::PURGE_CHUNK;
+use super::reply::chunk_counts;
+use super::{Charge, Engine};
 use aqs_core::error::ApiResult;
 use aqs_core::ids::QueueId;
 
@@ -56,8 +57,8 @@ impl Engine {
 
     /// Puts dead letters back on the queue with attempts reset; returns how many.
     pub async fn replay_dead_letters(&self, queue: QueueId, selection: &Selection) -> ApiResult<u64> {
-        self.chunked(selection, |inv_args| {
-            let mut inv = self.invocation(&self.scripts.dlq_replay, queue);
+        self.chunked(selection, |inv_args, charge| {
+            let mut inv = self.invocation_charged(&self.scripts.dlq_replay, queue, charge);
             for arg in inv_args {
                 inv.arg(arg);
             }
@@ -68,8 +69,8 @@ impl Engine {
 
     /// Deletes dead letters for good; returns how many.
     pub async fn purge_dead_letters(&self, queue: QueueId, selection: &Selection, now_ms: u64) -> ApiResult<u64> {
-        self.chunked(selection, |inv_args| {
-            let mut inv = self.invocation(&self.scripts.dlq_purge, queue);
+        self.chunked(selection, |inv_args, charge| {
+            let mut inv = self.invocation_charged(&self.scripts.dlq_purge, queue, charge);
             inv.arg(now_ms);
             for arg in inv_args {
                 inv.arg(arg);
@@ -80,23 +81,23 @@ impl Engine {
     }
 
     /// Runs a DLQ script once for a list of ids (at most 100 by the API), or repeatedly over
-    /// bounded chunks for everything.
+    /// bounded chunks for everything; the request is charged once, on its first call.
     async fn chunked<'a>(
         &self,
         selection: &Selection,
-        build: impl Fn(Vec<String>) -> super::Invocation<'a>,
+        build: impl Fn(Vec<String>, Option<Charge>) -> super::Invocation<'a>,
     ) -> ApiResult<u64> {
         match selection {
             Selection::Ids(ids) => {
                 let args = std::iter::once("ids".to_owned()).chain(ids.iter().cloned()).collect();
-                let (n, _chunk): (u64, u64) = self.run_as(&build(args)).await?;
+                let (n, _chunk) = chunk_counts("a dead-letter script", self.run(&build(args, self.charge)).await?)?;
                 Ok(n)
             }
             Selection::All => {
-                let mut total = 0;
+                let (mut total, mut charge) = (0, self.charge);
                 loop {
-                    let (n, chunk): (u64, u64) =
-                        self.run_as(&build(vec!["all".into(), PURGE_CHUNK.to_string()])).await?;
+                    let inv = build(vec!["all".into(), PURGE_CHUNK.to_string()], charge.take());
+                    let (n, chunk) = chunk_counts("a dead-letter script", self.run(&inv).await?)?;
                     total += n;
                     if n < chunk {
                         return Ok(total);

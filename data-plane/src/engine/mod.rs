@@ -29,6 +29,8 @@
 //!   payload-size downgrade can count what is still too large. publish.lua adds (publish_one.lua
 //!   never sees such a message: the engine routes it to publish.lua); ack, purge and the DLQ purge
 //!   remove, after one EXISTS per call; moves between stream, delayed and dlq leave it alone.
+//! - `rl:{q:ID}:<token>:<class>` (outside the queue's key prefix, in its hash slot): a token's rate
+//!   budget, charged by the first thing a charged script does (`rate.rs`, `scripts/rate.lua`).
 //!
 //! # The life of a message
 //!
@@ -70,6 +72,8 @@
 //!   limit (a single publish: if it fits its replica's lease); nothing is ever evicted or trimmed.
 //! - Scripts never read the clock: `now_ms` comes from the calling replica (replicas are assumed
 //!   NTP-synchronised; a skew of a few hundred ms only shifts lease and delay edges).
+//! - A request charged to a token's rate budget (`rate.rs`) is checked by the first thing its
+//!   script does: refused, it changes nothing.
 
 mod ack;
 mod admin;
@@ -81,6 +85,7 @@ mod large;
 mod ledger;
 mod lifecycle;
 mod publish;
+mod rate;
 mod reply;
 mod scripts;
 mod stats;
@@ -92,6 +97,7 @@ pub use consume::{ConsumeOutcome, Delivery};
 pub use dead_letters::{DeadLetter, PREVIEW_BYTES, Selection};
 use ledger::Ledger;
 pub use publish::{NewMessage, PublishOutcome, Published};
+pub use rate::{Charge, Class};
 pub use scripts::Scripts;
 pub use stats::{DAILY_HISTORY_DAYS, DailyCount, QueueStats};
 pub use sweep::SweepOutcome;
@@ -131,22 +137,25 @@ impl std::ops::DerefMut for Invocation<'_> {
 #[derive(Clone)]
 pub struct Engine {
     conn: RedisConn,
-    keys: Keys,
+    keys: Arc<Keys>,
     scripts: Arc<Scripts>,
     ledger: Arc<Ledger>,
     /// Names this process's storage leases (`budget.lua`) and wake-ups (`wake.rs`); new at every
     /// start.
     replica: Arc<str>,
+    /// The request whose first script is charged to a token's rate budget (`charged`).
+    charge: Option<Charge>,
 }
 
 impl Engine {
     pub fn new(conn: RedisConn, keys: Keys) -> Self {
         Self {
             conn,
-            keys,
+            keys: Arc::new(keys),
             scripts: Arc::new(Scripts::new()),
             ledger: Arc::default(),
             replica: MessageId::new().to_string().into(),
+            charge: None,
         }
     }
 
@@ -172,8 +181,14 @@ impl Engine {
         Invocation { inv: script.prepare_invoke(), script }
     }
 
-    /// Starts an invocation of `script` with the fourteen standard queue keys (`common.lua`).
+    /// Starts an invocation of `script` with the fourteen standard queue keys (`common.lua`),
+    /// charged to this engine's [`Charge`] if it has one. A charged call takes no further keys.
     fn invocation<'a>(&self, script: &'a Script, queue: QueueId) -> Invocation<'a> {
+        self.invocation_charged(script, queue, self.charge)
+    }
+
+    /// [`Engine::invocation`] charged to `charge` (`None`: the later calls of one request).
+    fn invocation_charged<'a>(&self, script: &'a Script, queue: QueueId, charge: Option<Charge>) -> Invocation<'a> {
         let q = self.keys.queue(queue);
         let mut inv = self.prepare(script);
         inv.key(q.meta())
@@ -190,6 +205,10 @@ impl Engine {
             .key(q.idempotency_prefix())
             .key(q.idempotency_index())
             .key(q.large());
+        if let Some(charge) = charge {
+            inv.key(charge.bucket(&self.keys, queue));
+            charge.open_args(&mut inv);
+        }
         inv
     }
 
@@ -204,20 +223,16 @@ impl Engine {
         }
     }
 
-    /// EVALSHA (falling back to EVAL after a Redis restart emptied the script cache).
+    /// EVALSHA (falling back to EVAL after a Redis restart emptied the script cache). A charged
+    /// script's refusal (`rate.lua`) is the error `rate_limited`.
     async fn run(&self, inv: &Invocation<'_>) -> ApiResult<Value> {
-        self.run_as(inv).await
-    }
-
-    /// [`run`](Self::run) with the reply converted to `T`.
-    async fn run_as<T: redis::FromRedisValue>(&self, inv: &Invocation<'_>) -> ApiResult<T> {
         let mut conn = self.conn.clone();
         let started = aqs_core::metrics::enabled().then(Instant::now);
-        let result: redis::RedisResult<T> = inv.inv.invoke_async(&mut conn).await;
+        let result: redis::RedisResult<Value> = inv.inv.invoke_async(&mut conn).await;
         if let Some(started) = started {
             aqs_core::metrics::script_ran(self.scripts.name_of(inv.script), started.elapsed(), result.is_ok());
         }
-        Ok(result?)
+        refused_or(result?)
     }
 
     /// An EVALSHA of `script` that the caller built itself: the single publish skips
@@ -238,6 +253,14 @@ impl Engine {
         if let Some(started) = started {
             aqs_core::metrics::script_ran(self.scripts.name_of(script), started.elapsed(), result.is_ok());
         }
-        Ok(result?)
+        refused_or(result?)
+    }
+}
+
+/// `reply`, unless it is a rate refusal (`rate.rs`).
+fn refused_or(reply: Value) -> ApiResult<Value> {
+    match rate::refusal(&reply) {
+        Some(refused) => Err(refused),
+        None => Ok(reply),
     }
 }

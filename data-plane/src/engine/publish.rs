@@ -1,10 +1,10 @@
 //! Publish: one message or a batch, stored atomically by `publish.lua`; a single plain message
 //! (no idempotency key, no delay), most of the traffic, by the leaner `publish_one.lua`.
 
-use super::Engine;
 use super::budget::Drawn;
 use super::reply::{Reply, Status};
-use aqs_core::error::ApiResult;
+use super::{Charge, Engine};
+use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::ids::{MessageId, QueueId};
 use aqs_core::limits::MIB;
 use aqs_core::time::utc_day;
@@ -87,16 +87,16 @@ impl Engine {
         {
             return self.publish_one(queue, message, now_ms).await;
         }
-        let outcome = self.publish_many(queue, messages, now_ms, None).await?;
+        let outcome = self.publish_many(queue, messages, now_ms, None, self.charge).await?;
         if outcome != PublishOutcome::StorageFull {
             return Ok(outcome);
         }
         // Refused for storage while this replica holds undrawn lease: give that back and ask again,
-        // so the limit is judged on what is stored (budget.lua).
+        // so the limit is judged on what is stored (budget.lua). The same request: not charged again.
         let _leasing = self.ledger.lock_leasing(queue).await;
         match self.give_back_for_publish(queue) {
             Some(kept) => {
-                let outcome = self.publish_many(queue, messages, now_ms, Some(kept)).await?;
+                let outcome = self.publish_many(queue, messages, now_ms, Some(kept), None).await?;
                 self.ledger.granted(queue, kept);
                 Ok(outcome)
             }
@@ -111,12 +111,16 @@ impl Engine {
         messages: &[NewMessage],
         now_ms: u64,
         my_lease: Option<i64>,
+        charge: Option<Charge>,
     ) -> ApiResult<PublishOutcome> {
         // publish.lua takes only the keys it touches (see its header), not the standard fourteen.
         let q = self.keys.queue(queue);
         let mut inv = self.prepare(&self.scripts.publish);
         inv.key(q.meta()).key(q.stream()).key(q.delayed()).key(q.delayed_messages()).key(q.stats()).key(q.wake());
         inv.key(q.budget()).key(q.idempotency_index()).key(q.large());
+        if let Some(charge) = &charge {
+            charge.open_args(&mut inv);
+        }
         inv.arg(now_ms).arg(utc_day(now_ms)).arg(messages.len()).arg(q.idempotency_prefix().len());
         inv.arg(self.replica.as_ref()).arg(my_lease.map(|lease| lease.to_string()).unwrap_or_default());
         let mut key_index = 9;
@@ -137,6 +141,9 @@ impl Engine {
                 }
             }
             inv.arg(message.delay_ms).arg(message.stored_bytes());
+        }
+        if let Some(charge) = &charge {
+            inv.key(charge.bucket(&self.keys, queue));
         }
         let mut reply = Reply::new(self.run(&inv).await?)?;
         let outcome = match reply.status("publish.lua")? {
@@ -170,14 +177,18 @@ impl Engine {
             Drawn::StorageFull => return Ok(PublishOutcome::StorageFull),
             Drawn::QueueMissing => return Ok(PublishOutcome::QueueMissing),
         }
-        let outcome = self.publish_drawn(queue, message, now_ms).await?;
-        // Refused: nothing was stored. (After an error the draw stands: the message may be stored
-        // though its reply was lost, and counting bytes that are not there only errs on the safe
-        // side until the queue empties; see sweep.lua.)
-        if !matches!(outcome, PublishOutcome::Stored(_)) {
+        let outcome = self.publish_drawn(queue, message, now_ms).await;
+        // Refused (a rate refusal too): nothing was stored. (After another error the draw stands:
+        // the message may be stored though its reply was lost, and counting bytes that are not
+        // there only errs on the safe side until the queue empties; see sweep.lua.)
+        let refused = match &outcome {
+            Ok(outcome) => !matches!(outcome, PublishOutcome::Stored(_)),
+            Err(err) => matches!(err, ApiError::RateLimited { .. }),
+        };
+        if refused {
             self.ledger.undo_draw(queue, day, bytes);
         }
-        Ok(outcome)
+        outcome
     }
 
     async fn publish_drawn(&self, queue: QueueId, message: &NewMessage, now_ms: u64) -> ApiResult<PublishOutcome> {
@@ -185,8 +196,20 @@ impl Engine {
         let id = MessageId::new().to_string();
         let script = &self.scripts.publish_one;
         // Sized up front: growing the command's buffers showed in profiles.
-        let mut evalsha = redis::Cmd::with_capacity(16, message.body.len() + message.attributes.len() + 256);
-        evalsha.arg("EVALSHA").arg(script.get_hash()).arg(3).arg(q.meta()).arg(q.stream()).arg(q.wake());
+        let mut evalsha = redis::Cmd::with_capacity(20, message.body.len() + message.attributes.len() + 384);
+        evalsha.arg("EVALSHA").arg(script.get_hash());
+        match &self.charge {
+            Some(charge) => {
+                evalsha.arg(4).arg(q.meta()).arg(q.stream()).arg(q.wake()).arg(charge.bucket(&self.keys, queue));
+                evalsha.arg("rl");
+                for value in charge.args() {
+                    evalsha.arg(value);
+                }
+            }
+            None => {
+                evalsha.arg(3).arg(q.meta()).arg(q.stream()).arg(q.wake());
+            }
+        }
         evalsha.arg(now_ms).arg(self.replica.as_ref()).arg(id.as_str()).arg(message.body.as_slice());
         if message.content_type != DEFAULT_CONTENT_TYPE {
             evalsha.arg("ct").arg(message.content_type.as_str());

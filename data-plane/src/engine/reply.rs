@@ -124,6 +124,14 @@ pub(crate) fn ints(value: Value) -> ApiResult<Vec<i64>> {
     }
 }
 
+/// A chunked script's reply (purge, DLQ replay and purge): `{done, chunk size used}`.
+pub(crate) fn chunk_counts(script: &str, value: Value) -> ApiResult<(u64, u64)> {
+    match ints(value)?.as_slice() {
+        &[done, chunk] => Ok((u64::try_from(done).unwrap_or(0), u64::try_from(chunk).unwrap_or(0))),
+        other => Err(anyhow!("{script} returned {other:?}, expected two integers").into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

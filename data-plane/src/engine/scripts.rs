@@ -4,6 +4,9 @@
 //! except `publish.lua` and `publish_one.lua`, the hot path, which stand alone with only the keys
 //! they touch, and `lease.lua` and `flush.lua`, which need none of it. `budget.lua` (storage
 //! leases) is prepended to the scripts that grant or check leases: publish, lease, flush, sweep.
+//! `rate.lua` (token rate limits) comes first in every script a request is charged to: the
+//! common.lua ones and both publish scripts (it takes its arguments off ARGV before any other
+//! code reads ARGV).
 
 use redis::Script;
 
@@ -20,7 +23,13 @@ macro_rules! with_budget {
 
 macro_rules! script {
     ($file:literal) => {
-        Script::new(concat!(include_str!("scripts/common.lua"), "\n", include_str!(concat!("scripts/", $file))))
+        Script::new(concat!(
+            include_str!("scripts/rate.lua"),
+            "\n",
+            include_str!("scripts/common.lua"),
+            "\n",
+            include_str!(concat!("scripts/", $file))
+        ))
     };
 }
 
@@ -49,8 +58,12 @@ pub struct Scripts {
 impl Scripts {
     pub fn new() -> Self {
         Self {
-            publish: with_budget!("", "publish.lua"),
-            publish_one: Script::new(include_str!("scripts/publish_one.lua")),
+            publish: with_budget!(concat!(include_str!("scripts/rate.lua"), "\n"), "publish.lua"),
+            publish_one: Script::new(concat!(
+                include_str!("scripts/rate.lua"),
+                "\n",
+                include_str!("scripts/publish_one.lua")
+            )),
             lease: with_budget!("", "lease.lua"),
             flush: with_budget!("", "flush.lua"),
             consume: script!("consume.lua"),

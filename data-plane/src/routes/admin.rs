@@ -3,8 +3,8 @@
 use super::views::{attributes, base64, limit_param};
 use crate::QueueContext;
 use crate::body;
+use crate::engine::Class;
 use crate::engine::Selection;
-use crate::rate_limit::Class;
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::time::{now_ms, rfc3339};
@@ -21,10 +21,14 @@ pub async fn peek(
     ctx: QueueContext,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Json<Value>> {
-    ctx.authorize(&state, &[Scope::Manage], Class::Reads)?;
+    let charge = ctx.authorize(&state, &[Scope::Manage], Class::Reads)?;
     let limit = limit_param(query.as_deref())?;
-    let messages =
-        state.engine.peek(ctx.queue, limit, now_ms()).await?.ok_or_else(|| ApiError::not_found("no such queue"))?;
+    let messages = state
+        .engine
+        .charged(charge)
+        .peek(ctx.queue, limit, now_ms())
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such queue"))?;
     let views: Vec<Value> = messages
         .iter()
         .map(|m| {
@@ -57,12 +61,12 @@ pub async fn purge(
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Json<Value>> {
-    ctx.authorize(&state, &[Scope::Manage], Class::Actions)?;
+    let charge = ctx.authorize(&state, &[Scope::Manage], Class::Actions)?;
     let bytes = body::read(&headers, raw, 4096, true).await?;
     let request: PurgeRequest = body::parse(&bytes)?;
     let purged = match request.state.as_deref() {
-        None | Some("ready") => state.engine.purge_ready(ctx.queue, now_ms()).await?,
-        Some("dead") => state.engine.purge_dead_letters(ctx.queue, &Selection::All, now_ms()).await?,
+        None | Some("ready") => state.engine.charged(charge).purge_ready(ctx.queue, now_ms()).await?,
+        Some("dead") => state.engine.charged(charge).purge_dead_letters(ctx.queue, &Selection::All, now_ms()).await?,
         Some(_) => return Err(ApiError::invalid("state must be \"ready\" or \"dead\"")),
     };
     Ok(Json(json!({ "purged": purged })))

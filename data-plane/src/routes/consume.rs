@@ -5,9 +5,9 @@ use super::receipts::{Decoded, ReceiptFailure};
 use super::views::{attributes, base64};
 use crate::QueueContext;
 use crate::body;
+use crate::engine::Class;
 use crate::engine::NackResult;
 use crate::longpoll;
-use crate::rate_limit::Class;
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::limits;
@@ -39,7 +39,7 @@ pub async fn consume(
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Json<Value>> {
-    ctx.authorize(&state, &[Scope::Consume], Class::Messages)?;
+    let charge = ctx.authorize(&state, &[Scope::Consume], Class::Messages)?;
     if state.auth.push_enabled(&mut state.engine.conn(), ctx.queue).await? {
         return Err(ApiError::PushEnabled(
             "this queue delivers its messages to an HTTP handler (push); consume is refused while push is on. \
@@ -71,7 +71,8 @@ pub async fn consume(
             )));
         }
     };
-    let consumed = longpoll::consume(&state, ctx.queue, max, lease_ms, Duration::from_secs(u64::from(wait))).await?;
+    let consumed =
+        longpoll::consume(&state, charge, ctx.queue, max, lease_ms, Duration::from_secs(u64::from(wait))).await?;
     let expires_at_ms = expiry_ms(now_ms(), consumed.lease_ms);
     let messages: Vec<Value> = consumed
         .deliveries
@@ -117,10 +118,10 @@ pub async fn ack(
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Json<Value>> {
-    ctx.authorize(&state, &[Scope::Consume], Class::Messages)?;
+    let charge = ctx.authorize(&state, &[Scope::Consume], Class::Messages)?;
     let request: AckRequest = body::parse(&body::read(&headers, raw, SMALL_BODY_LIMIT, false).await?)?;
     let decoded = Decoded::new(&state, &ctx, request.receipts)?;
-    let results = state.engine.ack_hinted(ctx.queue, &decoded.valid, &decoded.hints, now_ms()).await?;
+    let results = state.engine.charged(charge).ack_hinted(ctx.queue, &decoded.valid, &decoded.hints, now_ms()).await?;
     let mut failed = decoded.failed;
     let mut acked = 0;
     for (ok, text) in results.into_iter().zip(decoded.valid_texts) {
@@ -139,7 +140,7 @@ pub async fn nack(
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Json<Value>> {
-    ctx.authorize(&state, &[Scope::Consume], Class::Messages)?;
+    let charge = ctx.authorize(&state, &[Scope::Consume], Class::Messages)?;
     let request: NackRequest = body::parse(&body::read(&headers, raw, SMALL_BODY_LIMIT, false).await?)?;
     let delay = request.delay_seconds.unwrap_or(0);
     if delay > NACK_DELAY_MAX_SECS {
@@ -147,7 +148,7 @@ pub async fn nack(
     }
     let error = truncate(request.error.unwrap_or_default(), ERROR_MAX_BYTES);
     let decoded = Decoded::new(&state, &ctx, request.receipts)?;
-    let results = state.engine.nack(ctx.queue, &decoded.valid, delay * 1000, &error, now_ms()).await?;
+    let results = state.engine.charged(charge).nack(ctx.queue, &decoded.valid, delay * 1000, &error, now_ms()).await?;
     let mut failed = decoded.failed;
     let mut nacked = 0;
     for (result, text) in results.into_iter().zip(decoded.valid_texts) {

@@ -3,8 +3,8 @@
 use super::views::{base64, limit_param};
 use crate::QueueContext;
 use crate::body;
+use crate::engine::Class;
 use crate::engine::{DeadLetter, Selection};
-use crate::rate_limit::Class;
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::ids::MessageId;
@@ -23,10 +23,14 @@ pub async fn list(
     ctx: QueueContext,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Json<Value>> {
-    ctx.authorize(&state, &[Scope::Manage], Class::Reads)?;
+    let charge = ctx.authorize(&state, &[Scope::Manage], Class::Reads)?;
     let limit = limit_param(query.as_deref())?;
-    let letters =
-        state.engine.dead_letters(ctx.queue, limit).await?.ok_or_else(|| ApiError::not_found("no such queue"))?;
+    let letters = state
+        .engine
+        .charged(charge)
+        .dead_letters(ctx.queue, limit)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such queue"))?;
     let views: Vec<Value> = letters.iter().map(view).collect();
     Ok(Json(json!({ "dead_letters": views })))
 }
@@ -71,9 +75,9 @@ pub async fn replay(
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Json<Value>> {
-    ctx.authorize(&state, &[Scope::Manage], Class::Actions)?;
+    let charge = ctx.authorize(&state, &[Scope::Manage], Class::Actions)?;
     let selection = selection(&headers, raw).await?;
-    let replayed = state.engine.replay_dead_letters(ctx.queue, &selection).await?;
+    let replayed = state.engine.charged(charge).replay_dead_letters(ctx.queue, &selection).await?;
     Ok(Json(json!({ "replayed": replayed })))
 }
 
@@ -83,9 +87,9 @@ pub async fn purge(
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Json<Value>> {
-    ctx.authorize(&state, &[Scope::Manage], Class::Actions)?;
+    let charge = ctx.authorize(&state, &[Scope::Manage], Class::Actions)?;
     let selection = selection(&headers, raw).await?;
-    let purged = state.engine.purge_dead_letters(ctx.queue, &selection, now_ms()).await?;
+    let purged = state.engine.charged(charge).purge_dead_letters(ctx.queue, &selection, now_ms()).await?;
     Ok(Json(json!({ "purged": purged })))
 }
 

@@ -6,7 +6,7 @@ use super::SMALL_BODY_LIMIT;
 use super::receipts::{Decoded, ReceiptFailure};
 use crate::QueueContext;
 use crate::body;
-use crate::rate_limit::Class;
+use crate::engine::Class;
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::limits;
@@ -50,7 +50,7 @@ pub async fn extend(
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Json<ExtendAnswer>> {
-    ctx.authorize(&state, &[Scope::Consume], Class::Messages)?;
+    let charge = ctx.authorize(&state, &[Scope::Consume], Class::Messages)?;
     let request: ExtendRequest = body::parse(&body::read(&headers, raw, SMALL_BODY_LIMIT, false).await?)?;
     let secs = request.visibility_seconds;
     if !(u64::from(limits::VISIBILITY_MIN_SECS)..=u64::from(limits::VISIBILITY_MAX_SECS)).contains(&secs) {
@@ -63,7 +63,7 @@ pub async fn extend(
     let lease_ms = secs * 1000;
     let decoded = Decoded::new(&state, &ctx, request.receipts)?;
     let now = now_ms();
-    let results = state.engine.extend(ctx.queue, &decoded.valid, &decoded.hints, lease_ms, now).await?;
+    let results = state.engine.charged(charge).extend(ctx.queue, &decoded.valid, &decoded.hints, lease_ms, now).await?;
     let mut answer = ExtendAnswer { extended: Vec::new(), failed: decoded.failed };
     let lease_ends = rfc3339(now + lease_ms);
     let rows = decoded.valid.into_iter().zip(decoded.hints).zip(decoded.valid_texts);

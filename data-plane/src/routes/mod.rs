@@ -1,7 +1,8 @@
 //! The HTTP surface: `/queue/v1/health` and the per-queue routes under `/queue/v1/{slug}`.
 //!
 //! Handlers take a [`QueueContext`](crate::QueueContext) (401/404 before anything else), check
-//! their scope and rate class first (403/429), and only then read the body.
+//! their scope first (403), and only then read the body. The token's rate budget is taken by the
+//! script the request runs (429 there, before the script changes anything; `engine/rate.rs`).
 
 mod admin;
 mod consume;

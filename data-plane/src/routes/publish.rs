@@ -9,8 +9,7 @@
 
 use crate::QueueContext;
 use crate::body;
-use crate::engine::{NewMessage, PublishOutcome, Published};
-use crate::rate_limit::Class;
+use crate::engine::{Charge, Class, NewMessage, PublishOutcome, Published};
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::limits::{self, KIB};
@@ -49,12 +48,12 @@ struct BatchRequest<'a> {
 
 // Both publish handlers take the whole request rather than a `HeaderMap`, which axum would copy.
 pub async fn publish_one(State(state): State<DataPlane>, ctx: QueueContext, request: Request) -> ApiResult<Response> {
-    ctx.authorize(&state, &[Scope::Send], Class::Messages)?;
+    let charge = ctx.authorize(&state, &[Scope::Send], Class::Messages)?;
     let meta = queue_meta(&state, &ctx).await?;
     let (parts, raw) = request.into_parts();
     let bytes = body::read(&parts.headers, raw, 2 * meta.payload_limit + 64 * KIB, false).await?;
     let message = validate(body::parse(&bytes)?, &meta)?;
-    let stored = store(&state, &ctx, &[message]).await.map_err(unbatch)?;
+    let stored = store(&state, &ctx, charge, &[message]).await.map_err(unbatch)?;
     if stored.len() != 1 {
         return Err(anyhow::anyhow!("a single publish stored {} messages", stored.len()).into());
     }
@@ -62,7 +61,7 @@ pub async fn publish_one(State(state): State<DataPlane>, ctx: QueueContext, requ
 }
 
 pub async fn publish_batch(State(state): State<DataPlane>, ctx: QueueContext, request: Request) -> ApiResult<Response> {
-    ctx.authorize(&state, &[Scope::Send], Class::Messages)?;
+    let charge = ctx.authorize(&state, &[Scope::Send], Class::Messages)?;
     let meta = queue_meta(&state, &ctx).await?;
     let envelope = limits::batch_envelope_limit(meta.payload_limit);
     let (parts, raw) = request.into_parts();
@@ -83,7 +82,7 @@ pub async fn publish_batch(State(state): State<DataPlane>, ctx: QueueContext, re
             "the batch holds {content} bytes of bodies and attributes; this queue accepts {envelope} per request"
         )));
     }
-    let stored = store(&state, &ctx, &messages).await?;
+    let stored = store(&state, &ctx, charge, &messages).await?;
     Ok(json_response(status_of(&stored), &stored, true))
 }
 
@@ -156,15 +155,21 @@ fn validate(request: PublishRequest<'_>, meta: &QueueMeta) -> ApiResult<NewMessa
 }
 
 /// Runs the publish script and maps a refusal to its error (entry-specific ones carry the index).
-async fn store(state: &DataPlane, ctx: &QueueContext, messages: &[NewMessage]) -> ApiResult<Vec<Published>> {
+async fn store(
+    state: &DataPlane,
+    ctx: &QueueContext,
+    charge: Charge,
+    messages: &[NewMessage],
+) -> ApiResult<Vec<Published>> {
     let in_batch = |index: usize, source: ApiError| ApiError::InBatch { index, source: Box::new(source) };
-    let outcome = state.engine.publish(ctx.queue, messages, now_ms()).await;
+    let outcome = state.engine.charged(charge).publish(ctx.queue, messages, now_ms()).await;
     // This replica's long polls are woken here rather than by the PUBLISH (wake.rs). A publish
     // whose reply was lost may have stored every message.
     match &outcome {
         Ok(PublishOutcome::Stored(published)) => {
             state.waiters.published(ctx.queue, published.iter().filter(|p| !p.duplicate).count())
         }
+        Err(ApiError::RateLimited { .. }) => {}
         Err(_) => state.waiters.published(ctx.queue, messages.len()),
         Ok(_) => {}
     }

@@ -1,7 +1,7 @@
 //! `GET /stats`: depth, stored bytes, oldest message and today's counters.
 
 use crate::QueueContext;
-use crate::rate_limit::Class;
+use crate::engine::Class;
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::time::{now_ms, rfc3339};
@@ -11,9 +11,14 @@ use axum::extract::State;
 use serde_json::{Value, json};
 
 pub async fn stats(State(state): State<DataPlane>, ctx: QueueContext) -> ApiResult<Json<Value>> {
-    ctx.authorize(&state, &[Scope::Send, Scope::Consume], Class::Reads)?;
+    let charge = ctx.authorize(&state, &[Scope::Send, Scope::Consume], Class::Reads)?;
     let now = now_ms();
-    let s = state.engine.stats(ctx.queue, now).await?.ok_or_else(|| ApiError::not_found("no such queue"))?;
+    let s = state
+        .engine
+        .charged(charge)
+        .stats(ctx.queue, now)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such queue"))?;
     Ok(Json(json!({
         "depth": { "ready": s.ready, "in_flight": s.in_flight, "delayed": s.delayed, "total": s.total },
         "stored_bytes": s.stored_bytes,

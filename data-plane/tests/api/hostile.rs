@@ -4,7 +4,7 @@
 
 use crate::helpers::spawn_app;
 use aqs_core::token::TokenSecret;
-use aqs_data_plane::{CACHE_CAPACITY, RATE_BUCKETS_CAPACITY};
+use aqs_data_plane::{CACHE_CAPACITY, LAST_USE_CAPACITY};
 use futures_util::StreamExt;
 use reqwest::StatusCode;
 use serde_json::json;
@@ -34,7 +34,7 @@ async fn distinct_bad_tokens_and_slugs_leave_the_caches_within_their_bounds() {
     assert!(statuses.iter().all(|s| *s == StatusCode::UNAUTHORIZED), "every unknown token is a 401");
     let sizes = app.state.cache_sizes();
     assert!(sizes.tokens <= CACHE_CAPACITY, "{sizes:?}");
-    assert!(sizes.rate_buckets <= 1, "bad tokens get no rate buckets: {sizes:?}");
+    assert!(sizes.last_use <= 1, "bad tokens get no last-use stamps: {sizes:?}");
 
     let unknown_queues: Vec<(String, String)> =
         (0..n).map(|i| (format!("{}/queue/v1/no-such-queue-{i}/stats", app.base), queue.token.clone())).collect();
@@ -43,7 +43,7 @@ async fn distinct_bad_tokens_and_slugs_leave_the_caches_within_their_bounds() {
     let sizes = app.state.cache_sizes();
     assert!(sizes.tokens <= CACHE_CAPACITY && sizes.slugs <= CACHE_CAPACITY, "{sizes:?}");
     assert!(sizes.metas <= CACHE_CAPACITY && sizes.push <= CACHE_CAPACITY, "{sizes:?}");
-    assert!(sizes.rate_buckets <= RATE_BUCKETS_CAPACITY, "{sizes:?}");
+    assert!(sizes.last_use <= LAST_USE_CAPACITY, "{sizes:?}");
 
     // Still correct after the flood: the valid token works, an unknown one does not.
     let (status, _) = app.post(&queue.token, &app.url(&queue, "/messages"), &json!({"body": "after"})).await;

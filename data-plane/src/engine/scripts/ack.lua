@@ -1,5 +1,6 @@
 -- ack.lua: acknowledges deliveries: the message is deleted.
--- KEYS: the fourteen queue keys (common.lua).
+-- KEYS: the fourteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+--       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, utc_day, count, then per receipt 6 values: stream id, message id, delivery number,
 --       then the receipt's hint (version 2 receipts, HMAC'd with the rest): the entry's delivery
 --       base n ('' = no hint: read the entry), accounted bytes sz, has an idempotency key (1/0).
@@ -11,6 +12,7 @@
 -- writes a new id), so the PEL record of the receipt's stream id plus the hint's base is the whole
 -- check; an entry leaves the PEL (XACK) in the same script that deletes it, so a PEL record means
 -- the entry is there. Writes are one command per kind for the whole batch.
+local refused = rate_refused() if refused then return refused end
 local now, day, count = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local out = {}
 if count == 0 then return out end

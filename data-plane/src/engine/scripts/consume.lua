@@ -1,6 +1,7 @@
 -- consume.lua: leases up to max messages: due leases first (expired or released by a nack), then
 -- never-delivered entries. Expired leases that used every attempt go to the DLQ instead.
--- KEYS: the fourteen queue keys (common.lua).
+-- KEYS: the fourteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+--       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, utc_day, max messages, lease ms (0 = the queue's visibility timeout), the ms until
 --       which the caller will wait for messages if this finds none (0 = it will not wait).
 -- Returns {'ok', lease ms, next due ms or '', then per message 11 values:
@@ -8,6 +9,7 @@
 --          delivery base n, accounted bytes sz, has an idempotency key (1/0)}
 --          (the last three go into the receipt, so that ack need not read the entry).
 --      or {'no_queue'} | {'paused'}.
+local refused = rate_refused() if refused then return refused end
 local now, day, max, lease_ms = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local wait_until = tonumber(ARGV[5])
 local meta = read_meta()

@@ -1,8 +1,10 @@
 -- dlq_list.lua: lists dead letters, oldest first, with a body preview (read only).
--- KEYS: the fourteen queue keys (common.lua).
+-- KEYS: the fourteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+--       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: limit, preview bytes.
 -- Returns {'ok', then per dead letter 9 values: message id, reason, attempts, dead-at ms,
 --          body preview, body bytes, content type, published ms, group id or ''} or {'no_queue'}.
+local refused = rate_refused() if refused then return refused end
 local limit, preview = tonumber(ARGV[1]), tonumber(ARGV[2])
 if not read_meta() then return { 'no_queue' } end
 local out = { 'ok' }

@@ -1,8 +1,10 @@
 -- dlq_purge.lua: deletes dead letters for good.
--- KEYS: the fourteen queue keys (common.lua).
+-- KEYS: the fourteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+--       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, then 'all' and a requested chunk size (Rust calls again while a call handles a
 --       full chunk), or 'ids' followed by message ids.
 -- Returns {deleted, chunk size used}.
+local refused = rate_refused() if refused then return refused end
 local now = tonumber(ARGV[1])
 local targets, limit = dead_letter_targets(2)
 local n, freed, ids = 0, 0, {}

@@ -1,9 +1,11 @@
 -- dlq_replay.lua: moves dead letters back to the queue with their attempts reset: same message
 -- id, a new stream entry. Stored bytes do not change.
--- KEYS: the fourteen queue keys (common.lua).
+-- KEYS: the fourteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+--       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: 'all' and a requested chunk size (the oldest dead letters; Rust calls again while a call
 --       handles a full chunk), or 'ids' followed by message ids.
 -- Returns {replayed, chunk size used}.
+local refused = rate_refused() if refused then return refused end
 local targets, limit = dead_letter_targets(1)
 
 local n = 0

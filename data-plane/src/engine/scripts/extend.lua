@@ -1,5 +1,6 @@
 -- extend.lua: moves the lease deadline of current deliveries (a consumer's heartbeat).
--- KEYS: the fourteen queue keys (common.lua).
+-- KEYS: the fourteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+--       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, lease ms, count, then per receipt 4 values: stream id, message id, delivery
 --       number, and the entry's delivery base n from the receipt's hint ('' = no hint: read the
 --       entry).
@@ -11,6 +12,7 @@
 -- The check is ack.lua's: the PEL record of the receipt's stream id plus the entry's base must
 -- equal the receipt's delivery number (a stream id is never reused, so the hint's base stays true),
 -- and a lease a nack released (in backoff) is no longer the receipt's.
+local refused = rate_refused() if refused then return refused end
 local now, lease_ms, count = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local out = {}
 if redis.call('EXISTS', K_STREAM) == 0 then

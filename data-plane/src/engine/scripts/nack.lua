@@ -1,9 +1,11 @@
 -- nack.lua: returns deliveries to the queue after a delay, or dead-letters them when they used
 -- their last attempt.
--- KEYS: the fourteen queue keys (common.lua).
+-- KEYS: the fourteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+--       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, utc_day, delay ms, error ('' = none), count, then per receipt 3 values:
 --       stream id, message id, delivery number.
 -- Returns one integer per receipt: 1 returned to the queue, 2 dead-lettered, 0 lease lost.
+local refused = rate_refused() if refused then return refused end
 local now, delay, err, count = tonumber(ARGV[1]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local meta = read_meta()
 local max_attempts = meta and meta.max_attempts or 1

@@ -1,9 +1,11 @@
 -- peek.lua: reads up to `limit` ready messages without leasing them, in the order consume would
 -- deliver them: due leases first, then never-delivered entries (read only).
--- KEYS: the fourteen queue keys (common.lua).
+-- KEYS: the fourteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+--       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, limit.
 -- Returns {'ok', then per message 8 values: stream id, message id, body, content type, attributes,
 --          group id or '', published ms, deliveries so far} or {'no_queue'}.
+local refused = rate_refused() if refused then return refused end
 local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 if not read_meta() then return { 'no_queue' } end
 local out, n = { 'ok' }, 0

@@ -4,7 +4,9 @@
 -- touches; budget.lua is prepended.
 -- KEYS[1] meta, KEYS[2] stream, KEYS[3] delayed, KEYS[4] delayed:m, KEYS[5] stats, KEYS[6] wake
 --       (as in common.lua), KEYS[7] budget, KEYS[8] idem_ix, KEYS[9] large (common.lua's KEYS[13]
---       and KEYS[14]), then KEYS[10..]: the idempotency keys of the entries that have one.
+--       and KEYS[14]), then KEYS[10..]: the idempotency keys of the entries that have one, then
+--       the token's rate bucket when charged (rate.lua, prepended: it also opens ARGV, and a
+--       refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, utc_day, count, length of the idempotency key prefix, replica id, this replica's
 --       storage lease when it gives part of it back first ('' = as recorded), then per message 9
 --       values:
@@ -16,6 +18,7 @@
 --      (index 0-based).
 -- Stream entries leave out what common.lua's `complete` derives (v, n, sz, and ct and a at their
 -- defaults); delayed ones are whole records (common.lua's entry_args).
+local refused = rate_refused() if refused then return refused end
 local K_META, K_STREAM, K_DELAYED, K_DELAYED_M, K_STATS, K_WAKE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local K_BUDGET, K_IDEM_IX, K_LARGE = KEYS[7], KEYS[8], KEYS[9]
 local LARGE = 1048576

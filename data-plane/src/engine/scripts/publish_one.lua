@@ -7,12 +7,15 @@
 -- settings and the waiting mark, XADD, and PUBLISH only while a long poll may be waiting. The
 -- caller has already drawn the message's bytes from its storage lease (budget.lua) and counts it
 -- (engine/ledger.rs): neither the storage limit nor today's count costs a write here.
--- KEYS[1] meta, KEYS[2] stream, KEYS[3] wake (as in common.lua).
+-- KEYS[1] meta, KEYS[2] stream, KEYS[3] wake (as in common.lua), then KEYS[4] the token's rate
+--       bucket when charged (rate.lua, prepended: it also opens ARGV; a refusal returns
+--       {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, replica id (named in the wake-up: that replica woke its own waiters; wake.rs),
 --       message id, body, then optional field/value pairs: 'ct' content type, 'a' attributes
 --       JSON, 'g' group id.
 -- Returns the stream id (its milliseconds are the published time),
 --      or 'no_queue' | 'paused' | 'too_large'.
+local refused = rate_refused() if refused then return refused end
 local K_META, K_STREAM, K_WAKE = KEYS[1], KEYS[2], KEYS[3]
 local meta = redis.call('HMGET', K_META, 'paused', 'payload_limit', 'w')
 if not meta[2] then return 'no_queue' end

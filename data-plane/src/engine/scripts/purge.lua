@@ -1,9 +1,11 @@
 -- purge.lua: deletes up to `limit` waiting ready messages: due leases (expired, or released by a
 -- nack and due) and never-delivered entries. Messages under a live lease and delayed messages stay.
 -- Called repeatedly by Rust while it deletes a full chunk, so Redis is never blocked long.
--- KEYS: the fourteen queue keys (common.lua).
+-- KEYS: the fourteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+--       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, requested chunk size.
 -- Returns {deleted, chunk size used}.
+local refused = rate_refused() if refused then return refused end
 local now, limit = tonumber(ARGV[1]), chunk_size(tonumber(ARGV[2]))
 local last = last_delivered()
 if not last then return { 0, limit } end

@@ -1,9 +1,11 @@
 -- stats.lua: the numbers behind GET /stats, read in one atomic snapshot (read only).
--- KEYS: the fourteen queue keys (common.lua).
+-- KEYS: the fourteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+--       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, utc_day.
 -- Returns {'ok', stream length, leases, due leases, future backoffs, delayed, stored bytes,
 --          oldest published ms or '', published today, delivered today, acked today, dead letters,
 --          storage limit, paused (0/1)} or {'no_queue'}.
+local refused = rate_refused() if refused then return refused end
 local now, day = tonumber(ARGV[1]), ARGV[2]
 local meta = read_meta()
 if not meta then return { 'no_queue' } end
