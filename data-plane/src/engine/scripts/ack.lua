@@ -1,5 +1,5 @@
 -- ack.lua: acknowledges deliveries: the message is deleted.
--- KEYS: the fourteen queue keys (common.lua).
+-- KEYS: the fifteen queue keys (common.lua).
 -- ARGV: now_ms, utc_day, count, then per receipt 6 values: stream id, message id, delivery number,
 --       then the receipt's hint (version 2 receipts, HMAC'd with the rest): the entry's delivery
 --       base n ('' = no hint: read the entry), accounted bytes sz, has an idempotency key (1/0).
@@ -92,4 +92,5 @@ if acked > 0 then
 end
 if freed > 0 then redis.call('HINCRBY', K_STATS, 'bytes', -freed) end
 bump('ack:', day, acked)
+count_minute(K_MINUTES, now, 0, 0, acked, 0)
 return out

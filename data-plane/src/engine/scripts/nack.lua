@@ -1,6 +1,6 @@
 -- nack.lua: returns deliveries to the queue after a delay, or dead-letters them when they used
 -- their last attempt.
--- KEYS: the fourteen queue keys (common.lua).
+-- KEYS: the fifteen queue keys (common.lua).
 -- ARGV: now_ms, utc_day, delay ms, error ('' = none), count, then per receipt 3 values:
 --       stream id, message id, delivery number.
 -- Returns one integer per receipt: 1 returned to the queue, 2 dead-lettered, 0 lease lost.
@@ -31,4 +31,5 @@ for i = 0, count - 1 do
   end
 end
 wake(returned, now)
+count_minute(K_MINUTES, now, 0, 0, 0, dead_lettered)
 return out

@@ -1,6 +1,6 @@
 -- peek.lua: reads up to `limit` ready messages without leasing them, in the order consume would
 -- deliver them: due leases first, then never-delivered entries (read only).
--- KEYS: the fourteen queue keys (common.lua).
+-- KEYS: the fifteen queue keys (common.lua).
 -- ARGV: now_ms, limit.
 -- Returns {'ok', then per message 8 values: stream id, message id, body, content type, attributes,
 --          group id or '', published ms, deliveries so far} or {'no_queue'}.

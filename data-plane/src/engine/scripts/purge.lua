@@ -1,7 +1,7 @@
 -- purge.lua: deletes up to `limit` waiting ready messages: due leases (expired, or released by a
 -- nack and due) and never-delivered entries. Messages under a live lease and delayed messages stay.
 -- Called repeatedly by Rust while it deletes a full chunk, so Redis is never blocked long.
--- KEYS: the fourteen queue keys (common.lua).
+-- KEYS: the fifteen queue keys (common.lua).
 -- ARGV: now_ms, requested chunk size.
 -- Returns {deleted, chunk size used}.
 local now, limit = tonumber(ARGV[1]), chunk_size(tonumber(ARGV[2]))

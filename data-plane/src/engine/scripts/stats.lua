@@ -1,5 +1,5 @@
 -- stats.lua: the numbers behind GET /stats, read in one atomic snapshot (read only).
--- KEYS: the fourteen queue keys (common.lua).
+-- KEYS: the fifteen queue keys (common.lua).
 -- ARGV: now_ms, utc_day.
 -- Returns {'ok', stream length, leases, due leases, future backoffs, delayed, stored bytes,
 --          oldest published ms or '', published today, delivered today, acked today, dead letters,
