@@ -85,7 +85,7 @@ async fn filtered_by_reason_paged_and_a_filtered_replay_replays_only_those(db: P
     let next = next_page(&page).expect("a second page");
     assert!(next.contains("reason=timeout"), "{next}");
     let second = ada.get(&next).await;
-    assert_eq!(second.body.matches("<tr data-message=").count(), 5, "{}", second.body);
+    assert_eq!(second.body.matches("<tr data-message=").count(), 5, "{next}: {}", second.body);
     second.assert_lacks("bad input");
 
     // The detail of a dead letter: its reason and body.

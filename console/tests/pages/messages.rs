@@ -12,7 +12,7 @@ pub fn next_page(page: &Page) -> Option<String> {
     let marker = "rel=\"next\" href=\"";
     let start = page.body.find(marker)? + marker.len();
     let end = page.body[start..].find('"')?;
-    Some(page.body[start..start + end].replace("&amp;", "&"))
+    Some(page.body[start..start + end].replace("&#38;", "&").replace("&amp;", "&"))
 }
 
 /// The value of `name` in the form whose element id is `form`.
@@ -79,12 +79,13 @@ async fn every_state_shows_with_its_time_pages_run_past_the_first_and_purge_empt
     // Purge: the 54 waiting go; the leased and the delayed stay. A resubmission does nothing.
     let confirm = ada.get("/queues/jobs/messages/purge").await;
     confirm.assert_contains("Purge the waiting messages of this queue?");
-    let done = ada.post("/queues/jobs/messages/purge", &[]).await;
+    let purge_form = confirm.input_value("form_id").unwrap();
+    let done = ada.post("/queues/jobs/messages/purge", &[("form_id", &purge_form)]).await;
     assert_eq!(done.location(), "/queues/jobs/messages");
     ada.follow(done).await.assert_contains("Purged 54 waiting messages.");
     let stats = app.engine.stats(queue.id, now_ms()).await.unwrap().unwrap();
     assert_eq!((stats.ready, stats.in_flight, stats.delayed), (0, 1, 1));
-    let again = ada.post("/queues/jobs/messages/purge", &[]).await;
+    let again = ada.post("/queues/jobs/messages/purge", &[("form_id", &purge_form)]).await;
     ada.follow(again).await.assert_contains("already sent; it was done once and not again");
 }
 
@@ -97,11 +98,17 @@ async fn send_receive_and_ack_in_the_browser_and_a_reload_acks_nothing_twice(db:
     let queue = queue_of(&app, "ada@example.com", "jobs").await;
 
     // Every field's error at once.
-    ada.get("/queues/jobs/messages/send").await;
+    let send_form = ada.get("/queues/jobs/messages/send").await.input_value("form_id").unwrap();
     let refused = ada
         .post(
             "/queues/jobs/messages/send",
-            &[("body", "x"), ("content_type", ""), ("attributes", "[1]"), ("delay_seconds", "-1")],
+            &[
+                ("body", "x"),
+                ("content_type", ""),
+                ("attributes", "[1]"),
+                ("delay_seconds", "-1"),
+                ("form_id", &send_form),
+            ],
         )
         .await;
     assert_eq!(refused.status, 422, "{}", refused.body);
@@ -117,13 +124,19 @@ async fn send_receive_and_ack_in_the_browser_and_a_reload_acks_nothing_twice(db:
                 ("attributes", r#"{"kind": "test"}"#),
                 ("group_id", "g-1"),
                 ("delay_seconds", "0"),
+                ("form_id", &send_form),
             ],
         )
         .await;
     assert_eq!(sent.location(), "/queues/jobs/messages", "{}", sent.body);
     let list = ada.follow(sent).await;
     list.assert_contains("Sent message ");
-    let resent = ada.post("/queues/jobs/messages/send", &[("body", "again"), ("content_type", "text/plain")]).await;
+    let resent = ada
+        .post(
+            "/queues/jobs/messages/send",
+            &[("body", "again"), ("content_type", "text/plain"), ("form_id", &send_form)],
+        )
+        .await;
     ada.follow(resent).await.assert_contains("already sent");
     assert_eq!(app.engine.stats(queue.id, now_ms()).await.unwrap().unwrap().ready, 1, "sent once");
 
