@@ -1,6 +1,6 @@
 //! The web console for members, served at `/`: server-rendered askama pages over the control plane
 //! (members, queues, tokens, push targets, and the operators' callback URLs) and the data-plane
-//! engine (depth, stats, peek, dead letters).
+//! engine (depth, stats, messages in every state, sending and receiving, dead letters, the last hour).
 //!
 //! Every page works without JavaScript. `static/console.js` only adds small enhancements: the copy
 //! button, the live slug preview and the Overview refreshing a fragment instead of the whole page.
@@ -13,6 +13,7 @@
 //!   the member id first, so a member only ever reaches their own queues.
 
 mod assets;
+mod body;
 mod chart;
 mod cookies;
 mod csrf;
@@ -26,7 +27,6 @@ mod layout;
 mod next;
 mod once;
 mod pages;
-mod preview;
 mod signer;
 mod state;
 mod tabs;
@@ -62,9 +62,18 @@ pub fn router(config: &Config, control: ControlPlane, engine: impl Into<Engine>)
         .route("/queues/{slug}/tokens/created", get(pages::tokens::created))
         .route("/queues/{slug}/live", get(pages::overview::live))
         .route("/queues/{slug}/messages", get(pages::messages::show))
+        .route("/queues/{slug}/messages/view", get(pages::message_view::show))
+        .route("/queues/{slug}/messages/purge", get(pages::messages::confirm_purge).post(pages::messages::purge))
+        .route("/queues/{slug}/messages/send", get(pages::try_out::send_form).post(pages::try_out::send))
+        .route("/queues/{slug}/messages/receive", post(pages::try_out::receive))
+        .route("/queues/{slug}/messages/received/{id}", get(pages::try_out::received))
+        .route("/queues/{slug}/messages/received/{id}/{action}", post(pages::try_out::settle))
+        .route("/queues/{slug}/activity", get(pages::activity::show))
+        .route("/queues/{slug}/activity/live", get(pages::activity::live))
         .route("/queues/{slug}/tokens", get(pages::tokens::show).post(pages::tokens::create))
         .route("/queues/{slug}/tokens/{id}/revoke", get(pages::tokens::confirm_revoke).post(pages::tokens::revoke))
         .route("/queues/{slug}/dead-letters", get(pages::dead_letters::show))
+        .route("/queues/{slug}/dead-letters/view", get(pages::message_view::show_dead))
         .route("/queues/{slug}/dead-letters/{action}", get(pages::dead_letters::confirm).post(pages::dead_letters::act))
         .route("/queues/{slug}/push", get(pages::push::show).post(pages::push::set))
         .route("/queues/{slug}/push/secret", get(pages::push_actions::secret))

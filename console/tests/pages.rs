@@ -14,6 +14,7 @@ mod pages {
     #[path = "../../../control-plane/tests/api/fake_stripe.rs"]
     mod fake_stripe;
     mod hosts;
+    mod messages;
     mod overview;
     mod push;
     mod push_deliveries;

@@ -17,6 +17,7 @@
 //! | `NS:{q:ID}:idem:<key>` | string | idempotency record |
 //! | `NS:{q:ID}:idem_ix` | zset | idempotency key → when its record expires (ms; +inf while its message is stored) |
 //! | `NS:{q:ID}:stats` | hash | stored bytes and per-UTC-day counters |
+//! | `NS:{q:ID}:minutes` | hash | the last hour per minute: `<kind><minute>` → count (kind `p`, `d`, `a`, `x`); expires an hour after the last count |
 //! | `NS:{q:ID}:large` | zset | message id → body bytes, only for stored messages over 1 MiB (payload add-on downgrades) |
 //! | `NS:{q:ID}:budget` | hash | replica id → its storage lease, `bytes:expires_ms` |
 //! | `NS:{q:ID}:wake` | channel | published to when a message becomes ready and a long poll may wait |
@@ -202,6 +203,10 @@ impl QueueKeys {
     pub fn stats(&self) -> String {
         self.key("stats")
     }
+    /// The last hour's counters per minute (the data plane's `minutes.lua`), with an expiry.
+    pub fn minutes(&self) -> String {
+        self.key("minutes")
+    }
     /// Stored messages whose body is over 1 MiB (message id → body bytes), so a downgrade of the
     /// payload size can count what is still too large without reading any message.
     pub fn large(&self) -> String {
@@ -267,6 +272,7 @@ mod tests {
             keys.dead_letter_index(),
             keys.delayed_messages(),
             keys.stats(),
+            keys.minutes(),
             keys.token_last_used(),
             keys.wake(),
             keys.push(),

@@ -7,6 +7,8 @@ mod helpers;
 
 #[path = "api/auth.rs"]
 mod auth;
+#[path = "api/browse.rs"]
+mod browse;
 #[path = "api/cluster.rs"]
 mod cluster;
 #[path = "api/concurrency.rs"]

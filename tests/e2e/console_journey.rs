@@ -313,7 +313,7 @@ async fn a_member_runs_a_queue_from_the_console() {
 
     browser.click("nav.tabs a[href='/queues/image-jobs/messages']").await;
     let messages = browser.body().await;
-    assert!(messages.contains("\"key\": \"avatars/1.png\""), "pretty JSON: {messages}");
+    assert!(messages.contains("{\"type\":\"resize\",\"key\":\"avatars/1.png\"}"), "the body as sent: {messages}");
     browser.screenshot("messages").await;
 
     // Consume through the API: acknowledge three, fail one with an error.
@@ -344,7 +344,7 @@ async fn a_member_runs_a_queue_from_the_console() {
     let letters = browser.text("main").await;
     assert!(letters.contains("resize failed: image too large"), "{letters}");
     browser.screenshot("dead-letters").await;
-    browser.click("ol.messages a.button[href*='/dead-letters/replay?id=']").await;
+    browser.click("#dead-letter-list a[href*='/dead-letters/replay?id=']").await;
     assert!(browser.text("main h2").await.starts_with("Replay dead letter "));
     browser.screenshot("dead-letter-replay").await;
     browser.click("main form button[type=submit]").await;

@@ -1,32 +1,84 @@
-//! The Messages tab: a peek at the messages waiting to be delivered (id, attempts, published time,
-//! content type and a preview of the body), without leasing them or counting an attempt.
+//! The Messages tab: every message of the queue in every state (ready, in flight with its lease
+//! deadline, retrying after a nack, delayed with its due time), paged through the whole queue with
+//! a cursor, without leasing anything or counting an attempt; and purging the waiting messages
+//! after a confirmation. One message's detail is `message_view`, sending and receiving `try_out`.
 
 use super::load_queue;
+use crate::body;
 use crate::error::PageResult;
-use crate::extract::CurrentMember;
-use crate::extract::PagePath;
+use crate::extract::{CurrentMember, FormData, PagePath};
+use crate::flash;
 use crate::format;
 use crate::layout::Chrome;
-use crate::preview::{self, BodyPreview};
+use crate::once;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::slug::Slug;
 use aqs_core::time::now_ms;
+use aqs_data_plane::engine::{BrowsedMessage, MessageRef, MessageState};
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::extract::State;
+use axum::extract::{Query, State};
+use axum::response::Response;
+use serde::Deserialize;
 
-/// Messages shown at most.
-pub(crate) const PEEK_LIMIT: u32 = 20;
+/// Messages on one page.
+pub(crate) const PAGE_SIZE: u32 = 50;
+/// Bytes of each body read for the list's preview.
+const PREVIEW_BYTES: usize = 120;
 
-struct Row {
-    id: String,
-    attempts: u32,
-    published: format::Instant,
-    content_type: String,
-    size: String,
-    group_id: Option<String>,
-    preview: BodyPreview,
+pub(crate) struct Row {
+    pub state: &'static str,
+    /// The badge's CSS class: "ready", "in-flight"…
+    pub state_class: &'static str,
+    /// "Ready since", "In flight until"…
+    pub at_label: &'static str,
+    pub at: format::Instant,
+    pub id: String,
+    /// The detail page's address.
+    pub href: String,
+    pub attempts: u32,
+    pub size: String,
+    pub content_type: String,
+    pub group_id: Option<String>,
+    pub preview: String,
+}
+
+/// The state's badge text, its CSS class and what its time means.
+pub(crate) fn state_words(state: MessageState) -> (&'static str, &'static str, &'static str) {
+    match state {
+        MessageState::Ready => ("Ready", "ready", "Ready since"),
+        MessageState::InFlight => ("In flight", "in-flight", "Lease until"),
+        MessageState::Retry => ("Retrying", "retry", "Due again at"),
+        MessageState::Delayed => ("Delayed", "delayed", "Due at"),
+        MessageState::Dead => ("Dead", "dead", "Dead since"),
+    }
+}
+
+/// The detail page of a message, by where it is.
+pub(crate) fn detail_href(slug: &str, reference: &MessageRef) -> String {
+    match reference {
+        MessageRef::Stream(sid) => format!("/queues/{slug}/messages/view?entry={sid}"),
+        MessageRef::Delayed(id) => format!("/queues/{slug}/messages/view?delayed={id}"),
+        MessageRef::Dead(id) => format!("/queues/{slug}/dead-letters/view?id={id}"),
+    }
+}
+
+fn row(slug: &str, m: BrowsedMessage) -> Row {
+    let (state, state_class, at_label) = state_words(m.state);
+    Row {
+        state,
+        state_class,
+        at_label,
+        at: format::instant(m.at_ms),
+        href: detail_href(slug, &m.reference()),
+        attempts: m.attempts,
+        size: format::bytes(m.body_bytes),
+        preview: body::one_line(&m.body, m.body_bytes),
+        id: m.id,
+        content_type: m.content_type,
+        group_id: m.group_id,
+    }
 }
 
 #[derive(Template, WebTemplate)]
@@ -38,41 +90,98 @@ struct MessagesPage {
     ready: String,
     in_flight: String,
     delayed: String,
-    limit: u32,
+    /// The next page's address, when there is one.
+    next: Option<String>,
+    /// This is not the first page.
+    paged: bool,
+    receive_form_id: String,
+    page_size: u32,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct PageQuery {
+    after: Option<String>,
 }
 
 pub(crate) async fn show(
     State(state): State<ConsoleState>,
     member: CurrentMember,
     PagePath(slug): PagePath<Slug>,
+    Query(query): Query<PageQuery>,
 ) -> PageResult<impl axum::response::IntoResponse> {
     let queue = load_queue(&state, &member, &slug).await?;
     let now = now_ms();
-    let peeked = state.engine().peek(queue.id, PEEK_LIMIT, now).await?.unwrap_or_default();
+    let after = query.after.filter(|a| !a.is_empty());
+    let page = state.engine().browse(queue.id, after.as_deref(), PAGE_SIZE, PREVIEW_BYTES, now).await?;
     let stats = state.engine().stats(queue.id, now).await?;
-    let rows = peeked
-        .into_iter()
-        .map(|m| Row {
-            preview: preview::preview(&m.body, &m.content_type, m.body.len() as u64, preview::MESSAGES_PREVIEW_CHARS),
-            size: format::bytes(m.body.len() as u64),
-            id: m.id,
-            attempts: m.attempts,
-            published: format::instant(m.published_at_ms),
-            content_type: m.content_type,
-            group_id: m.group_id,
-        })
-        .collect();
+    let slug_text = slug.to_string();
+    let (rows, next) = match page {
+        Some(page) => (page.messages.into_iter().map(|m| row(&slug_text, m)).collect(), page.next),
+        None => (Vec::new(), None),
+    };
     let nav = QueueNav::new(&queue, Tab::Messages);
     let count = |f: fn(&aqs_data_plane::engine::QueueStats) -> u64| {
         stats.as_ref().map_or_else(|| "0".to_owned(), |s| format::count(f(s)))
     };
     Ok(MessagesPage {
         chrome: member.chrome(nav.title(Tab::Messages)),
+        next: next.map(|cursor| format!("/queues/{slug}/messages?after={cursor}")),
+        paged: after.is_some(),
         nav,
         rows,
         ready: count(|s| s.ready),
         in_flight: count(|s| s.in_flight),
         delayed: count(|s| s.delayed),
-        limit: PEEK_LIMIT,
+        receive_form_id: once::new_id(),
+        page_size: PAGE_SIZE,
     })
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "messages_purge.html")]
+struct PurgeConfirmPage {
+    chrome: Chrome,
+    nav: QueueNav,
+    ready: String,
+    form_id: String,
+}
+
+pub(crate) async fn confirm_purge(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    PagePath(slug): PagePath<Slug>,
+) -> PageResult<impl axum::response::IntoResponse> {
+    let queue = load_queue(&state, &member, &slug).await?;
+    let stats = state.engine().stats(queue.id, now_ms()).await?;
+    let nav = QueueNav::new(&queue, Tab::Messages);
+    Ok(PurgeConfirmPage {
+        chrome: member.chrome(format!("Purge · {}", queue.name)),
+        nav,
+        ready: format::count(stats.map_or(0, |s| s.ready)),
+        form_id: once::new_id(),
+    })
+}
+
+/// Deletes every waiting (ready) message; messages under a live lease and delayed ones stay.
+pub(crate) async fn purge(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    PagePath(slug): PagePath<Slug>,
+    form: FormData,
+) -> PageResult<Response> {
+    let queue = load_queue(&state, &member, &slug).await?;
+    // A resubmitted purge would delete what arrived since: answered, not done again.
+    let claim = match once::claim(&state, &member, &form).await? {
+        Ok(claim) => claim,
+        Err(replayed) => return Ok(replayed),
+    };
+    let n = state.engine().purge_ready(queue.id, now_ms()).await?;
+    let message = match n {
+        0 => "There were no waiting messages.".to_owned(),
+        1 => "Purged 1 waiting message.".to_owned(),
+        n => format!("Purged {} waiting messages.", format::count(n)),
+    };
+    let location = format!("/queues/{slug}/messages");
+    claim.done(&state, &location).await?;
+    Ok(flash::redirect(&state, member.secure, &location, &message))
 }

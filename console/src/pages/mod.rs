@@ -3,6 +3,7 @@
 //! learn from a queue the member owns), then render a template.
 
 pub(crate) mod account;
+pub(crate) mod activity;
 pub(crate) mod admin_hosts;
 pub(crate) mod auth;
 pub(crate) mod billing;
@@ -11,6 +12,7 @@ pub(crate) mod callback_urls;
 pub(crate) mod create_queue;
 pub(crate) mod dead_letters;
 pub(crate) mod hosts;
+pub(crate) mod message_view;
 pub(crate) mod messages;
 pub(crate) mod overview;
 pub(crate) mod push;
@@ -19,6 +21,7 @@ pub(crate) mod push_log;
 pub(crate) mod queue_list;
 pub(crate) mod settings;
 pub(crate) mod tokens;
+pub(crate) mod try_out;
 
 use crate::error::PageResult;
 use crate::extract::CurrentMember;

@@ -43,22 +43,23 @@ async fn overview_shows_depth_storage_and_the_chart(db: PgPool) {
 }
 
 #[sqlx::test(migrations = "../migrations")]
-async fn messages_tab_peeks_with_pretty_json(db: PgPool) {
+async fn messages_tab_lists_bodies_as_sent(db: PgPool) {
     let app = spawn_console(db).await;
     let mut ada = Visitor::new(&app);
     ada.sign_up("ada@example.com").await;
     ada.create_queue("jobs", "5").await;
-    ada.get("/queues/jobs/messages").await.assert_contains("No message is waiting");
+    ada.get("/queues/jobs/messages").await.assert_contains("The queue holds no message.");
 
     let queue = queue_of(&app, "ada@example.com", "jobs").await;
     publish(&app, &queue, r#"{"type":"resize","key":"avatars/42.png"}"#, "application/json").await;
     publish(&app, &queue, "plain <b>text</b>", "text/plain").await;
     let page = ada.get("/queues/jobs/messages").await;
     assert_eq!(page.status, 200);
-    page.assert_contains("{\n  &#34;key&#34;: &#34;avatars/42.png&#34;,\n  &#34;type&#34;: &#34;resize&#34;\n}");
+    // Keys in the order they were sent, never re-sorted.
+    page.assert_contains("<code>{&#34;type&#34;:&#34;resize&#34;,&#34;key&#34;:&#34;avatars/42.png&#34;}</code>");
     page.assert_contains("plain &#60;b&#62;text&#60;/b&#62;");
     page.assert_contains("<code>application/json</code>");
-    page.assert_contains("<dt>Attempts</dt><dd>0</dd>");
+    page.assert_contains("<td data-label=\"Attempts\" class=\"num\">0</td>");
     let peeked = app.engine.peek(queue.id, 10, aqs_core::time::now_ms()).await.unwrap().unwrap();
     page.assert_contains(&peeked[0].id);
 }

@@ -23,6 +23,12 @@ async fn another_members_queue_is_a_404_page_everywhere(db: PgPool) {
         q.to_owned(),
         format!("{q}/live"),
         format!("{q}/messages"),
+        format!("{q}/messages/purge"),
+        format!("{q}/messages/send"),
+        format!("{q}/messages/view?entry=1-0"),
+        format!("{q}/activity"),
+        format!("{q}/activity/live"),
+        format!("{q}/dead-letters/view?id=0123456789abcdef0123456789abcdef"),
         format!("{q}/tokens"),
         format!("{q}/dead-letters"),
         format!("{q}/dead-letters/purge"),
@@ -41,6 +47,9 @@ async fn another_members_queue_is_a_404_page_everywhere(db: PgPool) {
         (format!("{q}/tokens"), vec![("name", "stolen"), ("scopes", "send")]),
         (revoke.clone(), vec![]),
         (format!("{q}/dead-letters/purge"), vec![]),
+        (format!("{q}/messages/purge"), vec![]),
+        (format!("{q}/messages/send"), vec![("body", "stolen"), ("content_type", "text/plain")]),
+        (format!("{q}/messages/receive"), vec![]),
         (
             format!("{q}/settings"),
             vec![

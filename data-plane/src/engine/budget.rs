@@ -87,7 +87,7 @@ impl Engine {
     async fn flush_one(&self, item: &FlushItem, now_ms: u64) -> ApiResult<Option<Recorded>> {
         let q = self.keys.queue(item.queue);
         let mut inv = self.prepare(&self.scripts.flush);
-        inv.key(q.meta()).key(q.stats()).key(q.budget());
+        inv.key(q.meta()).key(q.stats()).key(q.budget()).key(q.minutes());
         inv.arg(now_ms).arg(self.replica.as_ref()).arg(item.drawn).arg(item.lease).arg(item.want);
         for (day, n) in &item.counts {
             inv.arg(day).arg(n);

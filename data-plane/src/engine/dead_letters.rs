@@ -1,7 +1,8 @@
-//! The dead-letter queue: list, replay, purge (`dlq_*.lua`).
+//! The dead-letter queue: list (in pages, optionally of the dead letters whose reason contains a
+//! text), count, replay, purge (`dlq_*.lua`).
 
 use super::admin::PURGE_CHUNK;
-use super::reply::chunk_counts;
+use super::reply::Reply;
 use super::{Charge, Engine};
 use aqs_core::error::ApiResult;
 use aqs_core::ids::QueueId;
@@ -28,16 +29,49 @@ pub struct DeadLetter {
 pub enum Selection {
     All,
     Ids(Vec<String>),
+    /// Every dead letter whose reason contains this text (plain, case-sensitive).
+    ReasonContains(String),
+}
+
+/// One page of dead letters and where the next one starts (`None`: this was the last).
+#[derive(Clone, Debug)]
+pub struct DeadLetterPage {
+    pub letters: Vec<DeadLetter>,
+    pub next: Option<String>,
+}
+
+/// Longest reason filter accepted: a reason is kept to 1 KiB.
+pub const REASON_FILTER_MAX: usize = 1024;
+
+/// `<ms>-<seq>`: a dead-letter stream id, as a page cursor.
+fn valid_cursor(cursor: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit());
+    cursor.split_once('-').is_some_and(|(ms, seq)| digits(ms) && digits(seq))
 }
 
 impl Engine {
     /// The oldest `limit` dead letters; `None` when the queue does not exist.
     pub async fn dead_letters(&self, queue: QueueId, limit: u32) -> ApiResult<Option<Vec<DeadLetter>>> {
+        Ok(self.dead_letter_page(queue, None, limit, "").await?.map(|page| page.letters))
+    }
+
+    /// Up to `limit` dead letters after `cursor` (`None`: from the oldest), only those whose reason
+    /// contains `reason` when it is not empty. A filtered page reads one bounded chunk and may come
+    /// back short with a `next`. A malformed cursor reads from the oldest (it comes from a URL).
+    pub async fn dead_letter_page(
+        &self,
+        queue: QueueId,
+        cursor: Option<&str>,
+        limit: u32,
+        reason: &str,
+    ) -> ApiResult<Option<DeadLetterPage>> {
+        let cursor = cursor.filter(|c| valid_cursor(c)).unwrap_or("");
         let mut inv = self.invocation(&self.scripts.dlq_list, queue);
-        inv.arg(limit).arg(PREVIEW_BYTES);
+        inv.arg("list").arg(limit.max(1)).arg(PREVIEW_BYTES).arg(cursor).arg(reason);
         let Some(mut reply) = self.run_found(&inv, "dlq_list.lua").await? else {
             return Ok(None);
         };
+        let next = reply.opt_text()?;
         let mut out = Vec::with_capacity(reply.remaining() / 9);
         while reply.remaining() > 0 {
             out.push(DeadLetter {
@@ -52,7 +86,31 @@ impl Engine {
                 group_id: reply.opt_text()?,
             });
         }
-        Ok(Some(out))
+        Ok(Some(DeadLetterPage { letters: out, next }))
+    }
+
+    /// How many dead letters have a reason that contains `reason` (every one when it is empty:
+    /// then one XLEN through `stats`). Reads the dead-letter queue in bounded chunks.
+    pub async fn count_dead_letters(&self, queue: QueueId, reason: &str) -> ApiResult<u64> {
+        let mut conn = self.conn.clone();
+        if reason.is_empty() {
+            let n: u64 = redis::cmd("XLEN").arg(self.keys.queue(queue).dead_letters()).query_async(&mut conn).await?;
+            return Ok(n);
+        }
+        let (mut total, mut cursor) = (0, String::new());
+        loop {
+            let mut inv = self.invocation(&self.scripts.dlq_list, queue);
+            inv.arg("count").arg(&cursor).arg(reason).arg(PURGE_CHUNK);
+            let Some(mut reply) = self.run_found(&inv, "dlq_list.lua").await? else {
+                return Ok(0);
+            };
+            let (matching, read, chunk, last) = (reply.uint()?, reply.uint()?, reply.uint()?, reply.text()?);
+            total += matching;
+            if read < chunk || last.is_empty() {
+                return Ok(total);
+            }
+            cursor = last;
+        }
     }
 
     /// Puts dead letters back on the queue with attempts reset; returns how many.
@@ -81,7 +139,8 @@ impl Engine {
     }
 
     /// Runs a DLQ script once for a list of ids (at most 100 by the API), or repeatedly over
-    /// bounded chunks for everything; the request is charged once, on its first call.
+    /// bounded chunks for everything or every match; the request is charged once, on its first
+    /// call.
     async fn chunked<'a>(
         &self,
         selection: &Selection,
@@ -90,20 +149,40 @@ impl Engine {
         match selection {
             Selection::Ids(ids) => {
                 let args = std::iter::once("ids".to_owned()).chain(ids.iter().cloned()).collect();
-                let (n, _chunk) = chunk_counts("a dead-letter script", self.run(&build(args, self.charge)).await?)?;
+                let (n, ..) = self.dlq_chunk(&build(args, self.charge)).await?;
                 Ok(n)
             }
             Selection::All => {
                 let (mut total, mut charge) = (0, self.charge);
                 loop {
                     let inv = build(vec!["all".into(), PURGE_CHUNK.to_string()], charge.take());
-                    let (n, chunk) = chunk_counts("a dead-letter script", self.run(&inv).await?)?;
+                    let (n, chunk, ..) = self.dlq_chunk(&inv).await?;
                     total += n;
                     if n < chunk {
                         return Ok(total);
                     }
                 }
             }
+            // Acted-on entries leave the DLQ, the others stay: each call goes on after the last
+            // entry read, so the walk only moves forward and ends at the end of the DLQ.
+            Selection::ReasonContains(text) => {
+                let (mut total, mut cursor, mut charge) = (0, String::new(), self.charge);
+                loop {
+                    let args = vec!["match".into(), PURGE_CHUNK.to_string(), cursor.clone(), text.clone()];
+                    let (n, chunk, read, last) = self.dlq_chunk(&build(args, charge.take())).await?;
+                    total += n;
+                    if read < chunk || last.is_empty() {
+                        return Ok(total);
+                    }
+                    cursor = last;
+                }
+            }
         }
+    }
+
+    /// One call of a DLQ action: `(acted on, chunk size used, entries read, last entry read or '')`.
+    async fn dlq_chunk(&self, inv: &super::Invocation<'_>) -> ApiResult<(u64, u64, u64, String)> {
+        let mut reply = Reply::new(self.run(inv).await?)?;
+        Ok((reply.uint()?, reply.uint()?, reply.uint()?, reply.text()?))
     }
 }

@@ -1,7 +1,7 @@
 //! The message engine: the one place that talks to Redis about messages. Every operation is one
 //! Lua script (`scripts/*.lua`, one per operation) run with one EVALSHA; purges and replays of a
 //! whole queue run the same script in bounded chunks so Redis is never blocked for long. Every
-//! script but the two publish scripts gets the fourteen standard keys and the `common.lua` prelude;
+//! script but the two publish scripts gets the fifteen standard keys and the `common.lua` prelude;
 //! publish, the hot path, stands alone with the keys it touches (`publish_one.lua` for one plain
 //! message, `publish.lua` for the rest).
 //!
@@ -21,6 +21,9 @@
 //! - `errors`: stream id → the last nack error. `stats`: `bytes` and per-UTC-day counters (single
 //!   publishes are counted, and their bytes drawn, in process and added a few times a second:
 //!   `ledger.rs`). `budget`: every replica's storage lease (`scripts/budget.lua`).
+//! - `minutes`: the last hour per minute (published, delivered, acked, dead-lettered): one field
+//!   per kind and minute, the key expiring an hour after its last count, old fields pruned by the
+//!   sweeper (`scripts/minutes.lua`; `stats.rs` reads it).
 //! - `meta`: the projected settings, plus `w`: until when (ms) a long poll may be waiting.
 //! - `idem:<key>`: `id:fingerprint:published:available`, no TTL while the message is stored;
 //!   `idem_ix`: every record's key with its expiry (+inf while stored), so that deleting the queue
@@ -77,6 +80,7 @@
 
 mod ack;
 mod admin;
+mod browse;
 mod budget;
 mod consume;
 mod dead_letters;
@@ -93,13 +97,14 @@ mod sweep;
 
 pub use ack::NackResult;
 pub use admin::{PURGE_CHUNK, PeekedMessage};
+pub use browse::{BrowsedMessage, MessagePage, MessageRef, MessageState};
 pub use consume::{ConsumeOutcome, Delivery};
-pub use dead_letters::{DeadLetter, PREVIEW_BYTES, Selection};
+pub use dead_letters::{DeadLetter, DeadLetterPage, PREVIEW_BYTES, REASON_FILTER_MAX, Selection};
 use ledger::Ledger;
 pub use publish::{NewMessage, PublishOutcome, Published};
 pub use rate::{Charge, Class};
 pub use scripts::Scripts;
-pub use stats::{DAILY_HISTORY_DAYS, DailyCount, QueueStats};
+pub use stats::{DAILY_HISTORY_DAYS, DailyCount, MINUTE_HISTORY, MinuteCount, QueueStats};
 pub use sweep::SweepOutcome;
 
 use aqs_core::error::ApiResult;
@@ -181,7 +186,7 @@ impl Engine {
         Invocation { inv: script.prepare_invoke(), script }
     }
 
-    /// Starts an invocation of `script` with the fourteen standard queue keys (`common.lua`),
+    /// Starts an invocation of `script` with the fifteen standard queue keys (`common.lua`),
     /// charged to this engine's [`Charge`] if it has one. A charged call takes no further keys.
     fn invocation<'a>(&self, script: &'a Script, queue: QueueId) -> Invocation<'a> {
         self.invocation_charged(script, queue, self.charge)
@@ -204,7 +209,8 @@ impl Engine {
             .key(q.wake())
             .key(q.idempotency_prefix())
             .key(q.idempotency_index())
-            .key(q.large());
+            .key(q.large())
+            .key(q.minutes());
         if let Some(charge) = charge {
             inv.key(charge.bucket(&self.keys, queue));
             charge.open_args(&mut inv);

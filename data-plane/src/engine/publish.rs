@@ -113,17 +113,17 @@ impl Engine {
         my_lease: Option<i64>,
         charge: Option<Charge>,
     ) -> ApiResult<PublishOutcome> {
-        // publish.lua takes only the keys it touches (see its header), not the standard fourteen.
+        // publish.lua takes only the keys it touches (see its header), not the standard fifteen.
         let q = self.keys.queue(queue);
         let mut inv = self.prepare(&self.scripts.publish);
         inv.key(q.meta()).key(q.stream()).key(q.delayed()).key(q.delayed_messages()).key(q.stats()).key(q.wake());
-        inv.key(q.budget()).key(q.idempotency_index()).key(q.large());
+        inv.key(q.budget()).key(q.idempotency_index()).key(q.large()).key(q.minutes());
         if let Some(charge) = &charge {
             charge.open_args(&mut inv);
         }
         inv.arg(now_ms).arg(utc_day(now_ms)).arg(messages.len()).arg(q.idempotency_prefix().len());
         inv.arg(self.replica.as_ref()).arg(my_lease.map(|lease| lease.to_string()).unwrap_or_default());
-        let mut key_index = 9;
+        let mut key_index = 10;
         for message in messages {
             inv.arg(MessageId::new().to_string())
                 .arg(message.body.as_slice())

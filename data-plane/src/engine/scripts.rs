@@ -3,10 +3,11 @@
 //! nothing from us. `common.lua` is prepended to each (Lua scripts cannot include each other)
 //! except `publish.lua` and `publish_one.lua`, the hot path, which stand alone with only the keys
 //! they touch, and `lease.lua` and `flush.lua`, which need none of it. `budget.lua` (storage
-//! leases) is prepended to the scripts that grant or check leases: publish, lease, flush, sweep.
-//! `rate.lua` (token rate limits) comes first in every script a request is charged to: the
-//! common.lua ones and both publish scripts (it takes its arguments off ARGV before any other
-//! code reads ARGV).
+//! leases) is prepended to the scripts that grant or check leases: publish, lease, flush, sweep;
+//! `minutes.lua` (the last hour per minute) to every script that counts: those with common.lua,
+//! publish and flush. `rate.lua` (token rate limits) comes first in every script a request is
+//! charged to: the common.lua ones and both publish scripts (it takes its arguments off ARGV
+//! before any other code reads ARGV).
 
 use redis::Script;
 
@@ -25,6 +26,8 @@ macro_rules! script {
     ($file:literal) => {
         Script::new(concat!(
             include_str!("scripts/rate.lua"),
+            "\n",
+            include_str!("scripts/minutes.lua"),
             "\n",
             include_str!("scripts/common.lua"),
             "\n",
@@ -53,19 +56,23 @@ pub struct Scripts {
     pub held_leases: Script,
     pub drop_queue: Script,
     pub extend: Script,
+    pub browse: Script,
 }
 
 impl Scripts {
     pub fn new() -> Self {
         Self {
-            publish: with_budget!(concat!(include_str!("scripts/rate.lua"), "\n"), "publish.lua"),
+            publish: with_budget!(
+                concat!(include_str!("scripts/rate.lua"), "\n", include_str!("scripts/minutes.lua"), "\n"),
+                "publish.lua"
+            ),
             publish_one: Script::new(concat!(
                 include_str!("scripts/rate.lua"),
                 "\n",
                 include_str!("scripts/publish_one.lua")
             )),
             lease: with_budget!("", "lease.lua"),
-            flush: with_budget!("", "flush.lua"),
+            flush: with_budget!(concat!(include_str!("scripts/minutes.lua"), "\n"), "flush.lua"),
             consume: script!("consume.lua"),
             ack: script!("ack.lua"),
             nack: script!("nack.lua"),
@@ -74,13 +81,17 @@ impl Scripts {
             stats: script!("stats.lua"),
             peek: script!("peek.lua"),
             purge: script!("purge.lua"),
-            sweep: with_budget!(concat!(include_str!("scripts/common.lua"), "\n"), "sweep.lua"),
+            sweep: with_budget!(
+                concat!(include_str!("scripts/minutes.lua"), "\n", include_str!("scripts/common.lua"), "\n"),
+                "sweep.lua"
+            ),
             dlq_list: script!("dlq_list.lua"),
             dlq_replay: script!("dlq_replay.lua"),
             dlq_purge: script!("dlq_purge.lua"),
             held_leases: script!("held_leases.lua"),
             drop_queue: script!("drop_queue.lua"),
             extend: script!("extend.lua"),
+            browse: script!("browse.lua"),
         }
     }
 
@@ -112,7 +123,7 @@ impl Scripts {
 
     /// Every script, for loading them all at start-up (`SCRIPT LOAD` catches a Lua syntax error
     /// before the first request does).
-    pub fn all(&self) -> [&Script; 19] {
+    pub fn all(&self) -> [&Script; 20] {
         [
             &self.publish,
             &self.publish_one,
@@ -133,6 +144,7 @@ impl Scripts {
             &self.held_leases,
             &self.drop_queue,
             &self.extend,
+            &self.browse,
         ]
     }
 }

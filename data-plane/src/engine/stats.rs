@@ -1,4 +1,5 @@
-//! Queue statistics (`stats.lua`) and the per-day history the console draws.
+//! Queue statistics (`stats.lua`), the per-day history the console draws and the last hour per
+//! minute (`minutes.lua`).
 
 use super::Engine;
 use aqs_core::error::ApiResult;
@@ -34,6 +35,20 @@ pub struct DailyCount {
     pub delivered: u64,
     pub acked: u64,
 }
+
+/// One minute of counters (`scripts/minutes.lua`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MinuteCount {
+    /// Start of the minute, ms since the epoch (UTC).
+    pub start_ms: u64,
+    pub published: u64,
+    pub delivered: u64,
+    pub acked: u64,
+    pub dead_lettered: u64,
+}
+
+/// Minutes of per-minute history shown (`scripts/minutes.lua` keeps about this many).
+pub const MINUTE_HISTORY: u64 = 60;
 
 /// How many days of daily counters the sweeper keeps.
 pub const DAILY_HISTORY_DAYS: u64 = 35;
@@ -97,7 +112,63 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// The last `MINUTE_HISTORY` minutes, oldest first, the current (partial) minute last, zeros
+    /// where nothing happened. One HGETALL; single publishes this process has not
+    /// flushed yet count in the current minute.
+    pub async fn minute_counts(&self, queue: QueueId, now_ms: u64) -> ApiResult<Vec<MinuteCount>> {
+        let now_minute = now_ms / 60_000;
+        let first = now_minute + 1 - MINUTE_HISTORY;
+        let mut out: Vec<MinuteCount> = (first..=now_minute)
+            .map(|minute| MinuteCount { start_ms: minute * 60_000, ..MinuteCount::default() })
+            .collect();
+        let mut conn = self.conn.clone();
+        let _no_flush = self.ledger.read_gate().await;
+        let fields: Vec<(String, i64)> =
+            redis::cmd("HGETALL").arg(self.keys.queue(queue).minutes()).query_async(&mut conn).await?;
+        for (field, count) in fields {
+            let Some((kind, minute)) = parse_field(&field) else {
+                return Err(anyhow::anyhow!("the minutes hash holds the field {field:?}").into());
+            };
+            let Some(slot) = minute.checked_sub(first).and_then(|i| out.get_mut(i as usize)) else {
+                continue;
+            };
+            let count = count.max(0) as u64;
+            match kind {
+                'p' => slot.published = count,
+                'd' => slot.delivered = count,
+                'a' => slot.acked = count,
+                _ => slot.dead_lettered = count,
+            }
+        }
+        if let Some(current) = out.last_mut() {
+            current.published = plus_pending(current.published, self.ledger.pending_count(queue, utc_day(now_ms)));
+        }
+        Ok(out)
+    }
+}
+
+/// A field of the minutes hash: `<kind><minute>`, kind one of `p`, `d`, `a`, `x`.
+fn parse_field(field: &str) -> Option<(char, u64)> {
+    let kind = field.chars().next().filter(|k| matches!(k, 'p' | 'd' | 'a' | 'x'))?;
+    Some((kind, field[1..].parse().ok()?))
+}
+
 /// A Redis counter plus what this process has not flushed yet (negative after a refusal).
 fn plus_pending(stored: u64, pending: i64) -> u64 {
     stored.saturating_add_signed(pending)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_minute_field_names_its_kind_and_minute() {
+        assert_eq!(parse_field("p29934824"), Some(('p', 29_934_824)));
+        assert_eq!(parse_field("x1"), Some(('x', 1)));
+        assert_eq!(parse_field("q1"), None);
+        assert_eq!(parse_field("p"), None);
+        assert_eq!(parse_field("p1.5"), None);
+    }
 }

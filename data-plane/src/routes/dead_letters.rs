@@ -4,7 +4,7 @@ use super::views::{base64, limit_param};
 use crate::QueueContext;
 use crate::body;
 use crate::engine::Class;
-use crate::engine::{DeadLetter, Selection};
+use crate::engine::{DeadLetter, REASON_FILTER_MAX, Selection};
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::ids::MessageId;
@@ -67,6 +67,8 @@ fn preview(bytes: &[u8]) -> (String, &'static str) {
 struct SelectionRequest {
     ids: Option<Vec<String>>,
     all: Option<bool>,
+    /// Every dead letter whose reason contains this text.
+    reason: Option<String>,
 }
 
 pub async fn replay(
@@ -93,12 +95,22 @@ pub async fn purge(
     Ok(Json(json!({ "purged": purged })))
 }
 
-/// `{"ids": [...]}` (1 to 100 message ids) or `{"all": true}` for every dead letter. Acting on
-/// every dead letter is destructive, so it is never the default: an empty body or `{}` is a 400
-/// that says what to send (an empty body is read, not refused as a 415, to get that message).
+/// `{"ids": [...]}` (1 to 100 message ids), `{"reason": "text"}` for every dead letter whose
+/// reason contains the text, or `{"all": true}` for every dead letter. Acting on every dead letter
+/// is destructive, so it is never the default: an empty body or `{}` is a 400 that says what to
+/// send (an empty body is read, not refused as a 415, to get that message).
 async fn selection(headers: &HeaderMap, raw: Body) -> ApiResult<Selection> {
     let bytes = body::read(headers, raw, 16 * 1024, true).await?;
     let request: SelectionRequest = body::parse(&bytes)?;
+    if let Some(reason) = request.reason {
+        if request.ids.is_some() || request.all.is_some() {
+            return Err(ApiError::invalid("send one of ids, reason or all"));
+        }
+        if reason.is_empty() || reason.len() > REASON_FILTER_MAX {
+            return Err(ApiError::invalid(format!("reason must hold 1 to {REASON_FILTER_MAX} bytes")));
+        }
+        return Ok(Selection::ReasonContains(reason));
+    }
     match (request.ids, request.all) {
         (Some(_), Some(true)) => Err(ApiError::invalid("send either ids or all, not both")),
         (Some(ids), _) => {
@@ -111,8 +123,9 @@ async fn selection(headers: &HeaderMap, raw: Body) -> ApiResult<Selection> {
             Ok(Selection::Ids(ids))
         }
         (None, Some(true)) => Ok(Selection::All),
-        (None, _) => {
-            Err(ApiError::invalid("send {\"ids\": [...]} for some dead letters, or {\"all\": true} for every one"))
-        }
+        (None, _) => Err(ApiError::invalid(
+            "send {\"ids\": [...]} for some dead letters, {\"reason\": \"text\"} for those whose reason contains \
+                 the text, or {\"all\": true} for every one",
+        )),
     }
 }

@@ -1,6 +1,6 @@
 -- bury.lua: dead-letters deliveries at once, whatever their attempts (a push handler's answer that
 -- no retry can change, such as a 400).
--- KEYS: the fourteen queue keys (common.lua).
+-- KEYS: the fifteen queue keys (common.lua).
 -- ARGV: now_ms, reason, count, then per receipt 3 values: stream id, message id, delivery number.
 -- Returns one integer per receipt: 2 dead-lettered, 0 lease lost.
 local now, reason, count = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
@@ -17,4 +17,5 @@ for i = 0, count - 1 do
     out[#out + 1] = 0
   end
 end
+count_minute(K_MINUTES, now, 0, 0, 0, dead_lettered)
 return out

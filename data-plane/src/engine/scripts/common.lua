@@ -1,7 +1,7 @@
 -- common.lua: prepended to every script by scripts.rs (Lua scripts cannot include each other).
 --
 -- Every queue script but publish.lua and publish_one.lua (which stand alone, see their headers)
--- receives the same fourteen queue keys, in this order (Engine::invocation builds them from
+-- receives the same fifteen queue keys, in this order (Engine::invocation builds them from
 -- core::keys); a script may ignore some. All share the hash tag {q:ID}.
 --   KEYS[1]  meta       hash   projected settings, and 'w': until when (ms) a long poll may wait
 --                              (publishes PUBLISH on wake only until then; see mark_waiting)
@@ -25,6 +25,8 @@
 --                              while it moves (stream, delayed, dlq); every delete removes it
 --                              (forget_large), asking once per call whether the zset exists, so
 --                              queues of small messages pay one EXISTS per delete script.
+--   KEYS[15] minutes    hash   the last hour per minute (minutes.lua, prepended): each script that
+--                              counts calls count_minute once, at its end
 -- Entries (stream, delayed, dlq) are version 1 records: v, id, b (body), ct, a (attributes JSON),
 -- g (group id, optional), pa (published ms), ik (idempotency key, optional), n (deliveries before
 -- this entry was written: the PEL counter restarts on every XADD), sz (accounted bytes).
@@ -32,9 +34,11 @@
 local K_META, K_STREAM, K_LEASE, K_BACKOFF = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_DELAYED, K_DELAYED_M, K_DLQ, K_DLQ_IX = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local K_ERRORS, K_STATS, K_WAKE, K_IDEM = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
-local K_IDEM_IX, K_LARGE = KEYS[13], KEYS[14]
+local K_IDEM_IX, K_LARGE, K_MINUTES = KEYS[13], KEYS[14], KEYS[15]
 local IDEM_MS = 86400000
 local WAIT_GRACE_MS = 1000
+-- Dead letters this script call made (dead_letter), for its count_minute.
+local dead_lettered = 0
 
 local function read_meta()
   local m = redis.call('HMGET', K_META, 'v', 'paused', 'visibility_ms', 'max_attempts', 'payload_limit', 'storage_limit')
@@ -161,6 +165,7 @@ local function dead_letter(sid, e, reason, attempts, now)
   redis.call('ZREM', K_LEASE, sid)
   redis.call('ZREM', K_BACKOFF, sid)
   redis.call('HDEL', K_ERRORS, sid)
+  dead_lettered = dead_lettered + 1
 end
 
 -- Moves up to `limit` delayed messages that are due into the stream; returns how many.
@@ -197,8 +202,11 @@ end
 
 -- The earliest time a lease or a delay falls due, or '' when none does.
 -- The dead letters a replay or purge acts on. ARGV[at] is 'all' (then ARGV[at + 1] is the
--- requested chunk size: the oldest dead letters, one chunk per call) or 'ids' (then message ids
--- follow). Returns the dlq stream ids that exist, and the chunk size used (0 for 'ids').
+-- requested chunk size: the oldest dead letters, one chunk per call), 'match' (then the requested
+-- chunk size, a cursor: '' or the dlq stream id to read on after, and a text: of the next chunk
+-- read, those whose reason contains the text) or 'ids' (then message ids follow). Returns the
+-- dlq stream ids that exist, the chunk size used (0 for 'ids'), how many entries were read and
+-- the last one read ('' when none).
 local function dead_letter_targets(at)
   local targets, limit = {}, 0
   if ARGV[at] == 'all' then
@@ -206,13 +214,25 @@ local function dead_letter_targets(at)
     for _, item in ipairs(redis.call('XRANGE', K_DLQ, '-', '+', 'COUNT', limit)) do
       targets[#targets + 1] = item[1]
     end
+    return targets, limit, #targets, ''
+  elseif ARGV[at] == 'match' then
+    limit = chunk_size(tonumber(ARGV[at + 1]))
+    local from, text = '-', ARGV[at + 3]
+    if ARGV[at + 2] ~= '' then from = '(' .. ARGV[at + 2] end
+    local items = redis.call('XRANGE', K_DLQ, from, '+', 'COUNT', limit)
+    for _, item in ipairs(items) do
+      if string.find(to_map(item[2]).r or '', text, 1, true) then targets[#targets + 1] = item[1] end
+    end
+    local last = ''
+    if #items > 0 then last = items[#items][1] end
+    return targets, limit, #items, last
   else
     for i = at + 1, #ARGV do
       local dsid = redis.call('HGET', K_DLQ_IX, ARGV[i])
       if dsid then targets[#targets + 1] = dsid end
     end
   end
-  return targets, limit
+  return targets, limit, #targets, ''
 end
 
 local function next_due()

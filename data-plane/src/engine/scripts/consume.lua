@@ -1,6 +1,6 @@
 -- consume.lua: leases up to max messages: due leases first (expired or released by a nack), then
 -- never-delivered entries. Expired leases that used every attempt go to the DLQ instead.
--- KEYS: the fourteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+-- KEYS: the fifteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
 --       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, utc_day, max messages, lease ms (0 = the queue's visibility timeout), the ms until
 --       which the caller will wait for messages if this finds none (0 = it will not wait).
@@ -76,6 +76,7 @@ if delivered < max and redis.call('EXISTS', K_STREAM) == 1 then
 end
 
 bump('del:', day, delivered)
+count_minute(K_MINUTES, now, 0, delivered, 0, dead_lettered)
 if delivered == 0 and wait_until > now then mark_waiting(wait_until) end
 out[3] = next_due()
 return out

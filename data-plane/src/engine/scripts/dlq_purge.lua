@@ -1,12 +1,14 @@
 -- dlq_purge.lua: deletes dead letters for good.
--- KEYS: the fourteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+-- KEYS: the fifteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
 --       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, then 'all' and a requested chunk size (Rust calls again while a call handles a
---       full chunk), or 'ids' followed by message ids.
--- Returns {deleted, chunk size used}.
+--       full chunk), 'match', a requested chunk size, a cursor and a reason text (Rust calls again
+--       from the last entry read while a call reads a full chunk), or 'ids' followed by message ids
+--       (common.lua's dead_letter_targets).
+-- Returns {deleted, chunk size used, entries read, last entry read or ''}.
 local refused = rate_refused() if refused then return refused end
 local now = tonumber(ARGV[1])
-local targets, limit = dead_letter_targets(2)
+local targets, limit, read, last = dead_letter_targets(2)
 local n, freed, ids = 0, 0, {}
 for _, dsid in ipairs(targets) do
   local e = entry(K_DLQ, dsid)
@@ -21,4 +23,4 @@ for _, dsid in ipairs(targets) do
 end
 if freed > 0 then redis.call('HINCRBY', K_STATS, 'bytes', -freed) end
 forget_large(ids)
-return { n, limit }
+return { n, limit, read, last }

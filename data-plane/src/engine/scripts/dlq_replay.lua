@@ -1,12 +1,14 @@
 -- dlq_replay.lua: moves dead letters back to the queue with their attempts reset: same message
 -- id, a new stream entry. Stored bytes do not change.
--- KEYS: the fourteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+-- KEYS: the fifteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
 --       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: 'all' and a requested chunk size (the oldest dead letters; Rust calls again while a call
---       handles a full chunk), or 'ids' followed by message ids.
--- Returns {replayed, chunk size used}.
+--       handles a full chunk), 'match', a requested chunk size, a cursor and a reason text (Rust
+--       calls again from the last entry read while a call reads a full chunk), or 'ids' followed by
+--       message ids (common.lua's dead_letter_targets).
+-- Returns {replayed, chunk size used, entries read, last entry read or ''}.
 local refused = rate_refused() if refused then return refused end
-local targets, limit = dead_letter_targets(1)
+local targets, limit, read, last = dead_letter_targets(1)
 
 local n = 0
 for _, dsid in ipairs(targets) do
@@ -22,4 +24,4 @@ for _, dsid in ipairs(targets) do
 end
 -- No clock here (replays are rare): a mark at any time counts, so this always wakes.
 wake(n, 0)
-return { n, limit }
+return { n, limit, read, last }

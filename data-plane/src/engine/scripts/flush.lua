@@ -2,7 +2,8 @@
 -- it drew from its storage lease become stored bytes, today's publish counts are added, and the
 -- lease is renewed at what remains, topped up while the replica is publishing or given back
 -- when it is idle (budget.lua). Nothing is written for a queue deleted meanwhile.
--- KEYS[1] meta, KEYS[2] stats, KEYS[3] budget.
+-- KEYS[1] meta, KEYS[2] stats, KEYS[3] budget, KEYS[4] minutes (minutes.lua is prepended: the
+--       publishes flushed count in the minute of the flush).
 -- ARGV: now_ms, replica id, drawn bytes (negative when a drawn publish was refused after its
 --       bytes were flushed), lease kept, bytes wanted before the next flush (0 = no top-up),
 --       then pairs of utc_day and count.
@@ -14,9 +15,12 @@ local now, me, drawn, lease, want = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]
 local limit = redis.call('HGET', K_META, 'storage_limit')
 if not limit then return -1 end
 if drawn ~= 0 then redis.call('HINCRBY', K_STATS, 'bytes', drawn) end
+local flushed = 0
 for i = 6, #ARGV, 2 do
   if ARGV[i + 1] ~= '0' then redis.call('HINCRBY', K_STATS, 'pub:' .. ARGV[i], ARGV[i + 1]) end
+  flushed = flushed + tonumber(ARGV[i + 1])
 end
+count_minute(KEYS[4], now, flushed, 0, 0, 0)
 limit = tonumber(limit)
 local room = room_for(K_BUDGET, K_STATS, now, me, lease, limit)
 if want > 0 then

@@ -1,6 +1,6 @@
 -- nack.lua: returns deliveries to the queue after a delay, or dead-letters them when they used
 -- their last attempt.
--- KEYS: the fourteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+-- KEYS: the fifteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
 --       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, utc_day, delay ms, error ('' = none), count, then per receipt 3 values:
 --       stream id, message id, delivery number.
@@ -33,4 +33,5 @@ for i = 0, count - 1 do
   end
 end
 wake(returned, now)
+count_minute(K_MINUTES, now, 0, 0, 0, dead_lettered)
 return out

@@ -1,6 +1,6 @@
 -- peek.lua: reads up to `limit` ready messages without leasing them, in the order consume would
 -- deliver them: due leases first, then never-delivered entries (read only).
--- KEYS: the fourteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+-- KEYS: the fifteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
 --       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, limit.
 -- Returns {'ok', then per message 8 values: stream id, message id, body, content type, attributes,

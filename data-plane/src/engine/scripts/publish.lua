@@ -1,12 +1,13 @@
 -- publish.lua: stores a batch, or one message with an idempotency key or a delay, atomically (all
 -- or none); one plain message goes to publish_one.lua. A hot path too, so it runs without
--- common.lua (whose fourteen KEYS and helpers cost more than this body) and takes only the keys it
--- touches; budget.lua is prepended.
+-- common.lua (whose fifteen KEYS and helpers cost more than this body) and takes only the keys it
+-- touches; budget.lua and minutes.lua are prepended.
 -- KEYS[1] meta, KEYS[2] stream, KEYS[3] delayed, KEYS[4] delayed:m, KEYS[5] stats, KEYS[6] wake
 --       (as in common.lua), KEYS[7] budget, KEYS[8] idem_ix, KEYS[9] large (common.lua's KEYS[13]
---       and KEYS[14]), then KEYS[10..]: the idempotency keys of the entries that have one, then
---       the token's rate bucket when charged (rate.lua, prepended: it also opens ARGV, and a
---       refusal returns {'rate_limited', ...} before anything changes).
+--       and KEYS[14]), KEYS[10] minutes (common.lua's KEYS[15]; minutes.lua is prepended), then
+--       KEYS[11..]: the idempotency keys of the entries that have one, then the token's rate
+--       bucket when charged (rate.lua, prepended: it also opens ARGV, and a refusal returns
+--       {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, utc_day, count, length of the idempotency key prefix, replica id, this replica's
 --       storage lease when it gives part of it back first ('' = as recorded), then per message 9
 --       values:
@@ -20,7 +21,7 @@
 -- defaults); delayed ones are whole records (common.lua's entry_args).
 local refused = rate_refused() if refused then return refused end
 local K_META, K_STREAM, K_DELAYED, K_DELAYED_M, K_STATS, K_WAKE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local K_BUDGET, K_IDEM_IX, K_LARGE = KEYS[7], KEYS[8], KEYS[9]
+local K_BUDGET, K_IDEM_IX, K_LARGE, K_MINUTES = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local LARGE = 1048576
 local now, day, count, idem_prefix = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local me, my_lease = ARGV[5], ARGV[6]
@@ -59,6 +60,7 @@ end
 
 local function stored(n)
   redis.call('HINCRBY', K_STATS, 'pub:' .. day, n)
+  count_minute(K_MINUTES, now, n, 0, 0, 0)
   -- Waiters re-run consume (a ready message) or re-plan their sleep (a delayed one); the payload
   -- is how many waiters are worth waking, and who sent it (that replica woke its own already;
   -- wake.rs). Only while one may wait (common.lua's mark_waiting).

@@ -2,7 +2,7 @@
 -- delivery is not counted (the PEL counter goes back by one) and the message is due at once. A
 -- push dispatcher stopped between leasing and sending uses it, so a changed target gets the
 -- message now, with the attempts it had, instead of after the lease runs out with one more.
--- KEYS: the fourteen queue keys (common.lua).
+-- KEYS: the fifteen queue keys (common.lua).
 -- ARGV: now_ms, utc_day, count, then per receipt 3 values: stream id, message id, delivery number.
 -- Returns one integer per receipt: 1 handed back, 0 lease lost.
 local now, day, count = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
@@ -26,5 +26,6 @@ for i = 0, count - 1 do
 end
 -- The deliveries handed back never happened.
 bump('del:', day, -released)
+count_minute(K_MINUTES, now, 0, -released, 0, 0)
 wake(released, now)
 return out

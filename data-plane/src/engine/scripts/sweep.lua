@@ -1,7 +1,8 @@
 -- sweep.lua: the timers of one queue, run about once a second by every data-plane replica (safe
 -- concurrently: each call is atomic and idempotent).
--- KEYS: the fourteen queue keys (common.lua), then KEYS[15] budget (budget.lua is prepended too).
--- ARGV: now_ms, limit per kind, prune_before_day (YYYYMMDD; '0' = do not prune).
+-- KEYS: the fifteen queue keys (common.lua), then KEYS[16] budget (budget.lua is prepended too).
+-- ARGV: now_ms, limit per kind, prune_before_day (YYYYMMDD; '0' = do not prune; pruning also drops
+--       per-minute fields older than an hour, minutes.lua).
 -- Returns {promoted, dead_lettered, depth (stream + delayed), dead letters, slug} or {'no_queue'}:
 -- the last three feed the per-queue metrics at no extra round trip.
 local now, limit, prune_before = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -29,6 +30,7 @@ for _, sid in ipairs(redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 
     end
   end
 end
+count_minute(K_MINUTES, now, 0, 0, 0, dead_lettered)
 
 -- Idempotency records that expired leave the index too.
 local expired = redis.call('ZRANGEBYSCORE', K_IDEM_IX, '-inf', now, 'LIMIT', 0, limit)
@@ -39,12 +41,13 @@ if prune_before > 0 then
     local d = string.match(field, '^%a+:(%d+)$')
     if d and tonumber(d) < prune_before then redis.call('HDEL', K_STATS, field) end
   end
+  prune_minutes(K_MINUTES, now)
 end
 -- Leases of replicas that stopped renewing become stored bytes (budget.lua), and stored bytes are
 -- exact again once the queue holds nothing and no lease is out: what an expired lease added beyond
 -- what was stored is forgotten there. (No bytes held means no lease out: set_lease deletes an
 -- empty one.)
-local K_BUDGET = KEYS[15]
+local K_BUDGET = KEYS[16]
 if leases_held(K_BUDGET, K_STATS, now, '') == 0 and redis.call('XLEN', K_STREAM) == 0
     and redis.call('ZCARD', K_DELAYED) == 0 and redis.call('XLEN', K_DLQ) == 0 then
   local bytes = redis.call('HGET', K_STATS, 'bytes')

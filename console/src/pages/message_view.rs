@@ -1,0 +1,159 @@
+//! One message whole: its state and time, attempts, group id, attributes, idempotency key and the
+//! body exactly as sent (a pretty-print toggle re-indents JSON without moving a key). The same
+//! page shows a waiting message (Messages tab) and a dead letter (Dead letters tab, with its
+//! reason and its replay and purge actions).
+
+use super::load_queue;
+use super::messages::state_words;
+use crate::body;
+use crate::error::{ConsoleError, PageResult};
+use crate::extract::{CurrentMember, PagePath};
+use crate::format;
+use crate::layout::Chrome;
+use crate::state::ConsoleState;
+use crate::tabs::{QueueNav, Tab};
+use aqs_control_plane::slug::Slug;
+use aqs_core::ids::MessageId;
+use aqs_core::receipt::StreamId;
+use aqs_core::time::now_ms;
+use aqs_data_plane::engine::{BrowsedMessage, MessageRef, MessageState};
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+
+pub(crate) struct Detail {
+    pub id: String,
+    pub state: &'static str,
+    pub state_class: &'static str,
+    pub at_label: &'static str,
+    pub at: format::Instant,
+    pub published: format::Instant,
+    pub attempts: u32,
+    pub size: String,
+    pub content_type: String,
+    pub group_id: Option<String>,
+    pub idempotency_key: Option<String>,
+    /// Name and value of each attribute, by name.
+    pub attributes: Vec<(String, String)>,
+    pub reason: Option<String>,
+    pub body: String,
+    /// "text", "base64" or "pretty".
+    pub body_shown_as: &'static str,
+    pub json: bool,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "message_view.html")]
+struct DetailPage {
+    chrome: Chrome,
+    nav: QueueNav,
+    /// `None`: the message is no longer there.
+    message: Option<Detail>,
+    /// This page without and with `pretty=1`.
+    href: String,
+    pretty: bool,
+    back: String,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct MessageQuery {
+    entry: Option<String>,
+    delayed: Option<String>,
+    id: Option<String>,
+    pretty: Option<String>,
+}
+
+/// A message of the Messages tab: `?entry=<stream id>` or `?delayed=<message id>`.
+pub(crate) async fn show(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    PagePath(slug): PagePath<Slug>,
+    Query(query): Query<MessageQuery>,
+) -> PageResult<axum::response::Response> {
+    let reference = match (&query.entry, &query.delayed) {
+        (Some(sid), None) => MessageRef::Stream(StreamId::parse(sid).ok_or(ConsoleError::NotFound)?.to_string()),
+        (None, Some(id)) => MessageRef::Delayed(MessageId::parse(id).ok_or(ConsoleError::NotFound)?.to_string()),
+        _ => return Err(ConsoleError::NotFound),
+    };
+    render(&state, &member, &slug, reference, &query, Tab::Messages).await
+}
+
+/// A dead letter: `?id=<message id>`.
+pub(crate) async fn show_dead(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    PagePath(slug): PagePath<Slug>,
+    Query(query): Query<MessageQuery>,
+) -> PageResult<axum::response::Response> {
+    let id = query.id.as_deref().and_then(MessageId::parse).ok_or(ConsoleError::NotFound)?;
+    render(&state, &member, &slug, MessageRef::Dead(id.to_string()), &query, Tab::DeadLetters).await
+}
+
+async fn render(
+    state: &ConsoleState,
+    member: &CurrentMember,
+    slug: &Slug,
+    reference: MessageRef,
+    query: &MessageQuery,
+    tab: Tab,
+) -> PageResult<axum::response::Response> {
+    use axum::response::IntoResponse;
+    let queue = load_queue(state, member, slug).await?;
+    let pretty = query.pretty.as_deref() == Some("1");
+    let found = state.engine().message(queue.id, &reference, now_ms()).await?;
+    let message = found.map(|m| detail(m, pretty));
+    let href = super::messages::detail_href(&slug.to_string(), &reference);
+    let back = match tab {
+        Tab::DeadLetters => format!("/queues/{slug}/dead-letters"),
+        _ => format!("/queues/{slug}/messages"),
+    };
+    let nav = QueueNav::new(&queue, tab);
+    let status = if message.is_some() { StatusCode::OK } else { StatusCode::NOT_FOUND };
+    let page =
+        DetailPage { chrome: member.chrome(format!("Message · {}", queue.name)), nav, message, href, pretty, back };
+    Ok((status, page).into_response())
+}
+
+/// What the page shows of `m`; `pretty` re-indents a JSON body.
+pub(crate) fn detail(m: BrowsedMessage, pretty: bool) -> Detail {
+    let (state_text, state_class, at_label) = state_words(m.state);
+    let exact = body::exact(&m.body);
+    let (body, body_shown_as) = match (pretty && exact.json, exact.encoding) {
+        (true, _) => (body::pretty_json(&exact.text), "pretty"),
+        (false, encoding) => (exact.text, encoding),
+    };
+    Detail {
+        state: state_text,
+        state_class,
+        at_label,
+        at: format::instant(m.at_ms),
+        published: format::instant(m.published_at_ms),
+        attempts: m.attempts,
+        size: format::bytes(m.body_bytes),
+        group_id: m.group_id,
+        idempotency_key: m.idempotency_key,
+        attributes: attributes(&m.attributes),
+        reason: (m.state == MessageState::Dead).then_some(m.reason),
+        body,
+        body_shown_as,
+        json: exact.json,
+        content_type: m.content_type,
+        id: m.id,
+    }
+}
+
+/// The stored attributes object as name/value pairs by name (values that are not
+/// strings as JSON).
+fn attributes(stored: &str) -> Vec<(String, String)> {
+    let Ok(map) = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(stored) else {
+        return Vec::new();
+    };
+    map.into_iter()
+        .map(|(name, value)| match value {
+            serde_json::Value::String(text) => (name, text),
+            other => (name, other.to_string()),
+        })
+        .collect()
+}

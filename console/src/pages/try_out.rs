@@ -1,0 +1,408 @@
+//! Sending and receiving in the browser, done by the server (no token reaches the page): send a
+//! test message (body, content type, attributes, group, delay), receive one under a lease, then
+//! acknowledge it or return it (nack, with a delay and an error). A received delivery's receipt is
+//! kept on the server, under the member, for as long as a receipt would be valid; its page shows
+//! the lease deadline as it stands (an extend through the API moves it) and the two actions, each a
+//! one-time form, so a reload or a double click never acks or nacks twice.
+
+use super::{INVALID, load_queue};
+use crate::error::{ConsoleError, PageResult};
+use crate::extract::{CurrentMember, FormData, PagePath};
+use crate::fields::FieldErrors;
+use crate::flash;
+use crate::format;
+use crate::layout::Chrome;
+use crate::once;
+use crate::state::ConsoleState;
+use crate::tabs::{QueueNav, Tab};
+use aqs_control_plane::slug::Slug;
+use aqs_core::ids::{MessageId, QueueId};
+use aqs_core::limits;
+use aqs_core::receipt::{AckHint, Receipt, StreamId, expiry_ms};
+use aqs_core::time::now_ms;
+use aqs_data_plane::engine::{ConsumeOutcome, MessageRef, NackResult, NewMessage, PublishOutcome};
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+
+/// The longest nack error kept (the API keeps 1 KiB too).
+const ERROR_MAX_BYTES: usize = 1024;
+
+#[derive(Template, WebTemplate)]
+#[template(path = "send_message.html")]
+struct SendPage {
+    chrome: Chrome,
+    nav: QueueNav,
+    form_id: String,
+    body: String,
+    content_type: String,
+    attributes: String,
+    group_id: String,
+    delay_seconds: String,
+    errors: FieldErrors,
+    payload_limit: String,
+}
+
+pub(crate) async fn send_form(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    PagePath(slug): PagePath<Slug>,
+) -> PageResult<impl IntoResponse> {
+    let queue = load_queue(&state, &member, &slug).await?;
+    let nav = QueueNav::new(&queue, Tab::Messages);
+    Ok(SendPage {
+        chrome: member.chrome(format!("Send a message · {}", queue.name)),
+        nav,
+        form_id: once::new_id(),
+        body: "{\"hello\":\"world\"}".into(),
+        content_type: "application/json".into(),
+        attributes: String::new(),
+        group_id: String::new(),
+        delay_seconds: "0".into(),
+        errors: FieldErrors::default(),
+        payload_limit: format::bytes(queue.payload_size),
+    })
+}
+
+/// Checks the form as the API checks a publish; every field's problem at once.
+fn new_message(form: &FormData, payload_limit: u64) -> Result<NewMessage, FieldErrors> {
+    let mut errors = FieldErrors::default();
+    let body = form.get("body").as_bytes().to_vec();
+    if body.len() as u64 > payload_limit {
+        errors.add("body", format!("the body is {} bytes; this queue accepts up to {payload_limit}", body.len()));
+    }
+    let content_type = form.get("content_type").trim().to_owned();
+    if content_type.is_empty() || content_type.len() > limits::CONTENT_TYPE_MAX_LEN {
+        errors.add("content_type", format!("give a content type of 1 to {} bytes", limits::CONTENT_TYPE_MAX_LEN));
+    }
+    let attributes = match form.get("attributes").trim() {
+        "" => String::new(),
+        text => match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(serde_json::Value::Object(map)) if map.is_empty() => String::new(),
+            Ok(value @ serde_json::Value::Object(_)) => value.to_string(),
+            _ => {
+                errors.add("attributes", "attributes must be a JSON object, such as {\"kind\": \"test\"}");
+                String::new()
+            }
+        },
+    };
+    if attributes.len() > limits::ATTRIBUTES_MAX_BYTES {
+        errors.add("attributes", format!("attributes are limited to {} bytes", limits::ATTRIBUTES_MAX_BYTES));
+    }
+    let group_id = Some(form.get("group_id").trim().to_owned()).filter(|g| !g.is_empty());
+    if group_id.as_ref().is_some_and(|g| g.len() > limits::GROUP_ID_MAX_LEN) {
+        errors.add("group_id", format!("a group id is limited to {} bytes", limits::GROUP_ID_MAX_LEN));
+    }
+    let delay = match form.get("delay_seconds").trim() {
+        "" => 0,
+        text => match text.parse::<u64>() {
+            Ok(n) if n <= limits::DELAY_MAX_SECS => n,
+            _ => {
+                errors.add("delay_seconds", format!("the delay is 0 to {} seconds", limits::DELAY_MAX_SECS));
+                0
+            }
+        },
+    };
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(NewMessage { body, content_type, attributes, group_id, idempotency_key: None, delay_ms: delay * 1000 })
+}
+
+pub(crate) async fn send(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    PagePath(slug): PagePath<Slug>,
+    form: FormData,
+) -> PageResult<Response> {
+    let queue = load_queue(&state, &member, &slug).await?;
+    let message = match new_message(&form, queue.payload_size) {
+        Ok(message) => message,
+        Err(errors) => {
+            let nav = QueueNav::new(&queue, Tab::Messages);
+            let page = SendPage {
+                chrome: member.chrome(format!("Send a message · {}", queue.name)),
+                nav,
+                form_id: form.get(once::FIELD).to_owned(),
+                body: form.get("body").to_owned(),
+                content_type: form.get("content_type").to_owned(),
+                attributes: form.get("attributes").to_owned(),
+                group_id: form.get("group_id").to_owned(),
+                delay_seconds: form.get("delay_seconds").to_owned(),
+                errors,
+                payload_limit: format::bytes(queue.payload_size),
+            };
+            return Ok((INVALID, page).into_response());
+        }
+    };
+    let claim = match once::claim(&state, &member, &form).await? {
+        Ok(claim) => claim,
+        Err(replayed) => return Ok(replayed),
+    };
+    let outcome = state.engine().publish(queue.id, std::slice::from_ref(&message), now_ms()).await;
+    let text = match outcome {
+        Ok(PublishOutcome::Stored(published)) => match published.first() {
+            Some(p) if message.delay_ms > 0 => {
+                format!("Sent message {}; it is delayed until {}.", p.id, format::instant(p.available_at_ms).human)
+            }
+            Some(p) => format!("Sent message {}.", p.id),
+            None => "Sent.".to_owned(),
+        },
+        Ok(refused) => {
+            // Nothing was stored: the same form may be sent again once the queue allows it.
+            claim.release(&state).await?;
+            let why = match refused {
+                PublishOutcome::Paused => "The queue is paused: resume it to send.",
+                PublishOutcome::StorageFull => "The queue's storage limit is reached: nothing was sent.",
+                PublishOutcome::TooLarge { .. } => "The body is larger than this queue accepts.",
+                _ => "The queue refused the message.",
+            };
+            return Err(ConsoleError::BadRequest(why.into()));
+        }
+        Err(err) => {
+            claim.release(&state).await?;
+            return Err(err.into());
+        }
+    };
+    let location = format!("/queues/{slug}/messages");
+    claim.done(&state, &location).await?;
+    Ok(flash::redirect(&state, member.secure, &location, &text))
+}
+
+/// A received delivery, kept on the server for its page and its ack or nack.
+#[derive(Serialize, Deserialize)]
+struct Held {
+    queue: String,
+    stream_id: String,
+    message: String,
+    delivery: u32,
+    base: u32,
+    bytes: u64,
+    idempotency_key: bool,
+    expires_at_ms: u64,
+}
+
+impl Held {
+    fn receipt(&self, queue: QueueId) -> Option<(Receipt, AckHint)> {
+        if self.queue != queue.to_string() {
+            return None;
+        }
+        let receipt = Receipt {
+            queue,
+            stream_id: StreamId::parse(&self.stream_id)?,
+            message: MessageId::parse(&self.message)?,
+            delivery: self.delivery,
+            expires_at_ms: self.expires_at_ms,
+        };
+        let hint = AckHint { base: self.base, stored_bytes: self.bytes, idempotency_key: self.idempotency_key };
+        Some((receipt, hint))
+    }
+}
+
+/// The Redis key of a held delivery: under the member, like a form's stashed secret.
+fn held_key(state: &ConsoleState, member: &CurrentMember, id: &str) -> String {
+    state.control().keys().console_secret(&member.id.as_uuid().to_string(), &format!("delivery-{id}"))
+}
+
+fn internal(err: redis::RedisError) -> ConsoleError {
+    ConsoleError::from(aqs_core::ApiError::from(err))
+}
+
+async fn load_held(state: &ConsoleState, member: &CurrentMember, id: &str) -> PageResult<Option<Held>> {
+    if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(ConsoleError::NotFound);
+    }
+    let mut redis = state.control().redis();
+    let text: Option<String> =
+        redis::cmd("GET").arg(held_key(state, member, id)).query_async(&mut redis).await.map_err(internal)?;
+    Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+}
+
+async fn forget_held(state: &ConsoleState, member: &CurrentMember, id: &str) -> PageResult<()> {
+    let mut redis = state.control().redis();
+    redis::cmd("DEL").arg(held_key(state, member, id)).query_async::<()>(&mut redis).await.map_err(internal)
+}
+
+/// Receives one message under a lease of `visibility_seconds` and shows it with its actions.
+pub(crate) async fn receive(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    PagePath(slug): PagePath<Slug>,
+    form: FormData,
+) -> PageResult<Response> {
+    let queue = load_queue(&state, &member, &slug).await?;
+    let visibility = match form.get("visibility_seconds").trim() {
+        "" => limits::VISIBILITY_DEFAULT_SECS,
+        text => text
+            .parse::<u32>()
+            .ok()
+            .filter(|s| (limits::VISIBILITY_MIN_SECS..=limits::VISIBILITY_MAX_SECS).contains(s))
+            .ok_or_else(|| {
+                ConsoleError::BadRequest(format!(
+                    "The lease is {} to {} seconds.",
+                    limits::VISIBILITY_MIN_SECS,
+                    limits::VISIBILITY_MAX_SECS
+                ))
+            })?,
+    };
+    // A resubmitted receive would lease a second message: answered with the first one's page.
+    let claim = match once::claim(&state, &member, &form).await? {
+        Ok(claim) => claim,
+        Err(replayed) => return Ok(replayed),
+    };
+    let now = now_ms();
+    let lease_ms = u64::from(visibility) * 1000;
+    let list = format!("/queues/{slug}/messages");
+    let delivery = match state.engine().consume(queue.id, 1, lease_ms, now, 0).await {
+        Ok(ConsumeOutcome::Delivered { mut deliveries, .. }) => deliveries.pop(),
+        Ok(ConsumeOutcome::Paused) => {
+            claim.release(&state).await?;
+            return Err(ConsoleError::BadRequest("The queue is paused: resume it to receive.".into()));
+        }
+        Ok(ConsumeOutcome::QueueMissing) => {
+            claim.release(&state).await?;
+            return Err(ConsoleError::NotFound);
+        }
+        Err(err) => {
+            claim.release(&state).await?;
+            return Err(err.into());
+        }
+    };
+    let Some(delivery) = delivery else {
+        claim.done(&state, &list).await?;
+        return Ok(flash::redirect(&state, member.secure, &list, "No message was ready to receive."));
+    };
+    let expires_at_ms = expiry_ms(now, lease_ms);
+    let held = Held {
+        queue: queue.id.to_string(),
+        stream_id: delivery.stream_id.to_string(),
+        message: delivery.message.to_string(),
+        delivery: delivery.attempts,
+        base: delivery.hint.base,
+        bytes: delivery.hint.stored_bytes,
+        idempotency_key: delivery.hint.idempotency_key,
+        expires_at_ms,
+    };
+    let id = once::new_id();
+    let mut redis = state.control().redis();
+    redis::cmd("SET")
+        .arg(held_key(&state, &member, &id))
+        .arg(serde_json::to_string(&held).map_err(|err| ConsoleError::Internal(err.into()))?)
+        .arg("PX")
+        .arg(expires_at_ms - now)
+        .query_async::<()>(&mut redis)
+        .await
+        .map_err(internal)?;
+    let location = format!("/queues/{slug}/messages/received/{id}");
+    claim.done(&state, &location).await?;
+    Ok(flash::see_other(&location))
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "received.html")]
+struct ReceivedPage {
+    chrome: Chrome,
+    nav: QueueNav,
+    held_id: String,
+    /// `None`: the delivery is over (acked, returned, or its receipt expired).
+    message: Option<super::message_view::Detail>,
+    delivery: u32,
+    ack_form_id: String,
+    nack_form_id: String,
+}
+
+pub(crate) async fn received(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    PagePath((slug, held_id)): PagePath<(Slug, String)>,
+) -> PageResult<Response> {
+    let queue = load_queue(&state, &member, &slug).await?;
+    let held = load_held(&state, &member, &held_id).await?;
+    let mut delivery = 0;
+    let mut message = None;
+    if let Some((receipt, _)) = held.as_ref().and_then(|h| h.receipt(queue.id)) {
+        delivery = receipt.delivery;
+        let reference = MessageRef::Stream(receipt.stream_id.to_string());
+        message = state
+            .engine()
+            .message(queue.id, &reference, now_ms())
+            .await?
+            .map(|m| super::message_view::detail(m, false));
+    }
+    let nav = QueueNav::new(&queue, Tab::Messages);
+    let page = ReceivedPage {
+        chrome: member.chrome(format!("Received · {}", queue.name)),
+        nav,
+        held_id,
+        message,
+        delivery,
+        ack_form_id: once::new_id(),
+        nack_form_id: once::new_id(),
+    };
+    Ok(page.into_response())
+}
+
+/// `ack` or `nack` of a received delivery.
+pub(crate) async fn settle(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    PagePath((slug, held_id, action)): PagePath<(Slug, String, String)>,
+    form: FormData,
+) -> PageResult<Response> {
+    if action != "ack" && action != "nack" {
+        return Err(ConsoleError::NotFound);
+    }
+    let queue = load_queue(&state, &member, &slug).await?;
+    let delay_secs = match form.get("delay_seconds").trim() {
+        "" => 0,
+        text => text.parse::<u64>().ok().filter(|d| *d <= limits::DELAY_MAX_SECS).ok_or_else(|| {
+            ConsoleError::BadRequest(format!("The delay is 0 to {} seconds.", limits::DELAY_MAX_SECS))
+        })?,
+    };
+    let error = truncate(form.get("error").trim(), ERROR_MAX_BYTES);
+    let claim = match once::claim(&state, &member, &form).await? {
+        Ok(claim) => claim,
+        Err(replayed) => return Ok(replayed),
+    };
+    let list = format!("/queues/{slug}/messages");
+    let held = load_held(&state, &member, &held_id).await?;
+    let Some((receipt, hint)) = held.as_ref().and_then(|h| h.receipt(queue.id)) else {
+        claim.done(&state, &list).await?;
+        return Ok(flash::redirect(&state, member.secure, &list, "This delivery is over: its receipt has expired."));
+    };
+    let now = now_ms();
+    let id = receipt.message;
+    let lost = format!(
+        "Message {id} was not settled: this delivery is no longer current (it was acknowledged, returned, \
+         redelivered or removed)."
+    );
+    let text = if action == "ack" {
+        match state.engine().ack_hinted(queue.id, &[receipt], &[Some(hint)], now).await?.first() {
+            Some(true) => format!("Acknowledged message {id}: it is deleted."),
+            _ => lost,
+        }
+    } else {
+        match state.engine().nack(queue.id, &[receipt], delay_secs * 1000, error, now).await?.first() {
+            Some(NackResult::Returned) if delay_secs > 0 => {
+                format!("Returned message {id}: it is due again in {}.", format::duration_secs(delay_secs))
+            }
+            Some(NackResult::Returned) => format!("Returned message {id}: it is ready again."),
+            Some(NackResult::DeadLettered) => format!("Message {id} used its last attempt: it is a dead letter now."),
+            _ => lost,
+        }
+    };
+    forget_held(&state, &member, &held_id).await?;
+    claim.done(&state, &list).await?;
+    Ok(flash::redirect(&state, member.secure, &list, &text))
+}
+
+/// At most `max` bytes of `text`, cut at a character boundary.
+fn truncate(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
