@@ -59,7 +59,7 @@ impl DataPlane {
     pub async fn new(config: &Config, redis: RedisConn) -> anyhow::Result<Self> {
         let state = Self::new_unchecked(config, redis);
         let mut conn = state.engine.conn();
-        for script in state.engine.scripts().all() {
+        for (script, _) in state.engine.scripts().named() {
             script.prepare_invoke().load_async(&mut conn).await.context("loading the data-plane Lua scripts")?;
         }
         Ok(state)

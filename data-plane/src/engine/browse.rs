@@ -122,7 +122,7 @@ impl Engine {
 
     async fn browse_reply(
         &self,
-        inv: &redis::ScriptInvocation<'_>,
+        inv: &super::Invocation<'_>,
     ) -> ApiResult<Option<(Vec<BrowsedMessage>, Option<String>)>> {
         let Some(mut reply) = self.run_found(inv, "browse.lua").await? else {
             return Ok(None);

@@ -95,9 +95,10 @@ impl Scripts {
         }
     }
 
-    /// The name of one of these scripts (its file's stem), for the script metrics.
-    pub fn name_of(&self, script: &Script) -> &'static str {
-        let named: [(&Script, &'static str); 19] = [
+    /// Every script with its name (its file's stem): for loading them all at start-up (`SCRIPT
+    /// LOAD` catches a Lua syntax error before the first request does) and the script metrics.
+    pub fn named(&self) -> [(&Script, &'static str); 20] {
+        [
             (&self.publish, "publish"),
             (&self.publish_one, "publish_one"),
             (&self.lease, "lease"),
@@ -117,35 +118,13 @@ impl Scripts {
             (&self.held_leases, "held_leases"),
             (&self.drop_queue, "drop_queue"),
             (&self.extend, "extend"),
-        ];
-        named.iter().find(|(s, _)| std::ptr::eq(*s, script)).map_or("other", |(_, name)| name)
+            (&self.browse, "browse"),
+        ]
     }
 
-    /// Every script, for loading them all at start-up (`SCRIPT LOAD` catches a Lua syntax error
-    /// before the first request does).
-    pub fn all(&self) -> [&Script; 20] {
-        [
-            &self.publish,
-            &self.publish_one,
-            &self.lease,
-            &self.flush,
-            &self.consume,
-            &self.ack,
-            &self.nack,
-            &self.bury,
-            &self.release,
-            &self.stats,
-            &self.peek,
-            &self.purge,
-            &self.sweep,
-            &self.dlq_list,
-            &self.dlq_replay,
-            &self.dlq_purge,
-            &self.held_leases,
-            &self.drop_queue,
-            &self.extend,
-            &self.browse,
-        ]
+    /// The name of one of these scripts, for the script metrics.
+    pub fn name_of(&self, script: &Script) -> &'static str {
+        self.named().iter().find(|(s, _)| std::ptr::eq(*s, script)).map_or("other", |(_, name)| name)
     }
 }
 
