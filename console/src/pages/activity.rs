@@ -71,8 +71,11 @@ fn hh_mm(start_ms: u64) -> String {
     format!("{:02}:{:02}", minute_of_day / 60, minute_of_day % 60)
 }
 
+/// A counter's CSS class, its label and how to read it off a minute.
+type Kind = (&'static str, &'static str, fn(&MinuteCount) -> u64);
+
 pub(crate) fn minutes(counts: &[MinuteCount], now: u64) -> Minutes {
-    let pick: [(&'static str, &'static str, fn(&MinuteCount) -> u64); 4] = [
+    let pick: [Kind; 4] = [
         ("published", "Published", |m| m.published),
         ("delivered", "Delivered", |m| m.delivered),
         ("acked", "Acknowledged", |m| m.acked),
