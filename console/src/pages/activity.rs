@@ -128,7 +128,7 @@ pub(crate) fn minutes(counts: &[MinuteCount], now: u64) -> Minutes {
     }
 }
 
-async fn load(state: &ConsoleState, queue: QueueId) -> PageResult<Minutes> {
+pub(crate) async fn load(state: &ConsoleState, queue: QueueId) -> PageResult<Minutes> {
     let now = now_ms();
     let counts = state.engine().minute_counts(queue, now).await?;
     Ok(minutes(&counts, now))
@@ -139,7 +139,7 @@ async fn load(state: &ConsoleState, queue: QueueId) -> PageResult<Minutes> {
 struct ActivityPage {
     chrome: Chrome,
     nav: QueueNav,
-    live: Minutes,
+    minutes: Minutes,
     refresh_secs: u32,
 }
 
@@ -149,12 +149,12 @@ pub(crate) async fn show(
     PagePath(slug): PagePath<Slug>,
 ) -> PageResult<impl axum::response::IntoResponse> {
     let queue = load_queue(&state, &member, &slug).await?;
-    let live = load(&state, queue.id).await?;
+    let minutes = load(&state, queue.id).await?;
     let nav = QueueNav::new(&queue, Tab::Messages);
     Ok(ActivityPage {
         chrome: member.chrome(format!("Last hour · {}", queue.name)),
         nav,
-        live,
+        minutes,
         refresh_secs: REFRESH_SECS,
     })
 }
@@ -162,7 +162,7 @@ pub(crate) async fn show(
 #[derive(Template, WebTemplate)]
 #[template(path = "activity_live.html")]
 struct LiveFragment {
-    live: Minutes,
+    minutes: Minutes,
 }
 
 /// The figures alone, for `console.js` to swap in.
@@ -172,7 +172,7 @@ pub(crate) async fn live(
     PagePath(slug): PagePath<Slug>,
 ) -> PageResult<impl axum::response::IntoResponse> {
     let queue = load_queue(&state, &member, &slug).await?;
-    Ok(LiveFragment { live: load(&state, queue.id).await? })
+    Ok(LiveFragment { minutes: load(&state, queue.id).await? })
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! the cards beside it), refreshes every few seconds: a meta refresh without JavaScript, a fetch of
 //! `/queues/{slug}/live` (just that fragment) with it.
 
+use super::activity::Minutes;
 use super::load_queue;
 use crate::chart::{self, Chart};
 use crate::error::{ConsoleError, PageResult};
@@ -50,6 +51,8 @@ struct OverviewPage {
     chrome: Chrome,
     nav: QueueNav,
     live: Live,
+    /// The last hour per minute, beside the 14 days (`activity.rs`).
+    minutes: Minutes,
     refresh_secs: u32,
     /// The custom hosts serving this queue: (hostname, status in words, reason).
     hosts: Vec<(String, &'static str, Option<String>)>,
@@ -59,6 +62,8 @@ struct OverviewPage {
 #[template(path = "overview_live.html")]
 struct LiveFragment {
     live: Live,
+    /// The last hour per minute, beside the 14 days (`activity.rs`).
+    minutes: Minutes,
 }
 
 async fn live_figures(state: &ConsoleState, queue: &Queue, now: u64) -> PageResult<Live> {
@@ -98,11 +103,13 @@ pub(crate) async fn show(
     let queue = load_queue(&state, &member, &slug).await?;
     let now = now_ms();
     let live = live_figures(&state, &queue, now).await?;
+    let minutes = super::activity::load(&state, queue.id).await?;
     let nav = QueueNav::new(&queue, Tab::Overview);
     Ok(OverviewPage {
         chrome: member.chrome(nav.title(Tab::Overview)),
         nav,
         live,
+        minutes,
         refresh_secs: REFRESH_SECS,
         hosts: aqs_control_plane::hosts::list_for_queue(state.control(), member.id, &slug)
             .await?
@@ -119,5 +126,8 @@ pub(crate) async fn live(
     PagePath(slug): PagePath<Slug>,
 ) -> PageResult<impl axum::response::IntoResponse> {
     let queue = load_queue(&state, &member, &slug).await?;
-    Ok(LiveFragment { live: live_figures(&state, &queue, now_ms()).await? })
+    Ok(LiveFragment {
+        live: live_figures(&state, &queue, now_ms()).await?,
+        minutes: super::activity::load(&state, queue.id).await?,
+    })
 }

@@ -34,11 +34,14 @@ async fn overview_shows_depth_storage_and_the_chart(db: PgPool) {
     page.assert_contains("of the 1 GiB limit");
     page.assert_contains("<rect class=\"bar published\"");
     page.assert_contains("3 published and 0 delivered over 14 days");
+    // The last hour per minute sits beside the 14 days, and refreshes with them.
+    assert_eq!(page.text_of("minutes-published").as_deref(), Some("3"));
 
     // The fragment the script polls: the figures alone, no layout.
     let live = ada.get("/queues/jobs/live").await;
     assert_eq!(live.status, 200);
     assert_eq!(live.text_of("depth-ready").as_deref(), Some("3"));
+    assert_eq!(live.text_of("minutes-published").as_deref(), Some("3"));
     live.assert_lacks("<html");
 }
 
