@@ -283,8 +283,11 @@ async fn a_write_whose_answer_was_lost_is_retried_without_a_second_charge(db: Pg
     b.add_card(&session).await;
     let (slug, queue) = b.queue(&session, "videos").await;
     b.stripe.lose_next_answer();
-    // Stripe made the subscription but the answer never arrived: the request waits for the retry.
-    b.set_size(&session, &slug, 10 * MIB).await.expect(202);
+    // Stripe made the subscription but the answer never arrived. The request waits a while for the
+    // outbox's retry: 200 if the retry lands within that wait, else 202 (it depends on the
+    // machine's load, so either is right); what matters is that the retry charges nothing twice.
+    let reply = b.set_size(&session, &slug, 10 * MIB).await;
+    assert!(matches!(reply.status, 200 | 202), "unexpected answer {}: {}", reply.status, reply.text);
     b.until_items(vec![item(PRICE_10MIB, &[queue])]).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
