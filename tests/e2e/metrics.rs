@@ -70,8 +70,9 @@ async fn until(url: &str, what: &str, check: impl Fn(&Scrape) -> bool) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn traffic_shows_in_the_scrape_by_route_status_and_script() {
+/// The real binary with its metrics listener on a free port: (its Redis, the server, the
+/// scrape URL). The Redis is returned so it lives as long as the test.
+async fn start_metered() -> (Redis, Server, String) {
     let redis = Redis::start("everysec");
     let metrics_addr = format!("127.0.0.1:{}", free_port());
     let namespace = format!("e{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
@@ -83,6 +84,12 @@ async fn traffic_shows_in_the_scrape_by_route_status_and_script() {
     )
     .await;
     let url = format!("http://{metrics_addr}/metrics");
+    (redis, server, url)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traffic_shows_in_the_scrape_by_route_status_and_script() {
+    let (_redis, server, url) = start_metered().await;
     let before = Scrape::of(&url).await;
 
     let tenant = Tenant::sign_up(&server, json!({"name": "metered"})).await;
@@ -167,17 +174,7 @@ async fn traffic_shows_in_the_scrape_by_route_status_and_script() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_long_poll_shows_in_the_gauge() {
-    let redis = Redis::start("everysec");
-    let metrics_addr = format!("127.0.0.1:{}", free_port());
-    let namespace = format!("e{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-    let server = Server::start_with_env(
-        &fresh_database().await,
-        &redis.url(),
-        &namespace,
-        &[("AQS_METRICS_ADDR", metrics_addr.as_str())],
-    )
-    .await;
-    let url = format!("http://{metrics_addr}/metrics");
+    let (_redis, server, url) = start_metered().await;
     let tenant = Tenant::sign_up(&server, json!({"name": "polled"})).await;
     let poll = tokio::spawn({
         let queue = tenant.queue.clone();
