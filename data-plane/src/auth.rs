@@ -76,7 +76,7 @@ impl QueueContext {
         if state.last_use.due(self.token.token_id, now) {
             record_last_use(state, self.queue, self.token.token_id, now);
         }
-        Ok(Charge { token: self.token.token_id, class, now_ms: now })
+        Ok(Charge::new(self.queue, self.token.token_id, class, now))
     }
 }
 

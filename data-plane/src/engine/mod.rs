@@ -76,7 +76,8 @@
 //! - Scripts never read the clock: `now_ms` comes from the calling replica (replicas are assumed
 //!   NTP-synchronised; a skew of a few hundred ms only shifts lease and delay edges).
 //! - A request charged to a token's rate budget (`rate.rs`) is checked by the first thing its
-//!   script does: refused, it changes nothing.
+//!   script does: refused, it changes nothing. A request admitted from a slice of the budget that
+//!   this replica claimed before (`slices.rs`) runs uncharged.
 
 mod ack;
 mod admin;
@@ -92,6 +93,7 @@ mod publish;
 mod rate;
 mod reply;
 mod scripts;
+mod slices;
 mod stats;
 mod sweep;
 
@@ -150,6 +152,8 @@ pub struct Engine {
     replica: Arc<str>,
     /// The request whose first script is charged to a token's rate budget (`charged`).
     charge: Option<Charge>,
+    /// What this replica holds of busy tokens' message budgets (`slices.rs`).
+    slices: Arc<slices::Slices>,
 }
 
 impl Engine {
@@ -161,6 +165,7 @@ impl Engine {
             ledger: Arc::default(),
             replica: MessageId::new().to_string().into(),
             charge: None,
+            slices: Arc::default(),
         }
     }
 
@@ -238,7 +243,7 @@ impl Engine {
         if let Some(started) = started {
             aqs_core::metrics::script_ran(self.scripts.name_of(inv.script), started.elapsed(), result.is_ok());
         }
-        refused_or(result?)
+        self.settle(result?)
     }
 
     /// An EVALSHA of `script` that the caller built itself: the single publish skips
@@ -259,14 +264,6 @@ impl Engine {
         if let Some(started) = started {
             aqs_core::metrics::script_ran(self.scripts.name_of(script), started.elapsed(), result.is_ok());
         }
-        refused_or(result?)
-    }
-}
-
-/// `reply`, unless it is a rate refusal (`rate.rs`).
-fn refused_or(reply: Value) -> ApiResult<Value> {
-    match rate::refusal(&reply) {
-        Some(refused) => Err(refused),
-        None => Ok(reply),
+        self.settle(result?)
     }
 }

@@ -14,7 +14,8 @@
 //! script (bad input, say) costs Redis nothing and is not counted.
 
 use super::Engine;
-use aqs_core::error::ApiError;
+use super::slices::Admission;
+use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::ids::QueueId;
 use aqs_core::keys::Keys;
 use aqs_core::limits;
@@ -22,7 +23,7 @@ use redis::{ScriptInvocation, Value};
 use uuid::Uuid;
 
 /// A family of routes sharing one budget per token.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Class {
     Messages,
     Reads,
@@ -50,23 +51,33 @@ impl Class {
     }
 }
 
-/// One request of `class` by `token`, at `now_ms` (the replica's clock, as every script deadline).
+/// One request of `class` by `token` on `queue`, at `now_ms` (the replica's clock, as every script
+/// deadline).
 #[derive(Clone, Copy, Debug)]
 pub struct Charge {
+    pub queue: QueueId,
     pub token: Uuid,
     pub class: Class,
     pub now_ms: u64,
+    /// How many requests to take from the budget at once (`slices.rs`); 1 unless the engine
+    /// says otherwise.
+    pub claim: u32,
 }
 
 impl Charge {
+    pub fn new(queue: QueueId, token: Uuid, class: Class, now_ms: u64) -> Self {
+        Self { queue, token, class, now_ms, claim: 1 }
+    }
+
     pub(super) fn bucket(&self, keys: &Keys, queue: QueueId) -> String {
         keys.rate_bucket(queue, self.token, self.class.suffix())
     }
 
-    /// The values rate.lua takes off the front of ARGV: 'rl', budget, interval ms, now ms.
-    pub(super) fn args(&self) -> [u64; 3] {
+    /// The values rate.lua takes off the front of ARGV after 'rl': budget, interval ms, now ms,
+    /// claim.
+    pub(super) fn args(&self) -> [u64; 4] {
         let (budget, window_ms) = self.class.budget();
-        [budget, window_ms / budget, self.now_ms]
+        [budget, window_ms / budget, self.now_ms, u64::from(self.claim)]
     }
 
     /// Makes `inv` a charged call: the ARGV opening (call before any other argument) and the
@@ -79,9 +90,27 @@ impl Charge {
     }
 }
 
-/// rate.lua's refusal, `{'rate_limited', wait ms, budget, window ms}`, as the API's answer; `None`
-/// for any other reply.
-pub(super) fn refusal(reply: &Value) -> Option<ApiError> {
+/// A charged script's reply split: rate.lua's refusal (`{'rate_limited', wait ms, budget, window
+/// ms}`) as the API's error; an admitted charge's `{'granted', n, reply}` as n and the script's
+/// own reply; any other reply (an uncharged call's) as it is, with no grant.
+pub(super) fn settle(reply: Value) -> Result<(Option<u32>, Value), ApiError> {
+    if let Some(refused) = refusal(&reply) {
+        return Err(refused);
+    }
+    let Value::Array(mut items) = reply else { return Ok((None, reply)) };
+    if let [Value::BulkString(word), Value::Int(granted), ..] = items.as_slice()
+        && word == b"granted"
+        && items.len() <= 3
+    {
+        let granted = u32::try_from(*granted).unwrap_or(1);
+        // A script's nil reply ends the Lua table early: the reply is then missing.
+        let inner = if items.len() == 3 { items.pop().unwrap_or(Value::Nil) } else { Value::Nil };
+        return Ok((Some(granted), inner));
+    }
+    Ok((None, Value::Array(items)))
+}
+
+fn refusal(reply: &Value) -> Option<ApiError> {
     let Value::Array(items) = reply else { return None };
     match items.as_slice() {
         [Value::BulkString(word), Value::Int(wait_ms), Value::Int(budget), Value::Int(window_ms)]
@@ -100,9 +129,25 @@ pub(super) fn refusal(reply: &Value) -> Option<ApiError> {
 }
 
 impl Engine {
-    /// This engine charging the next request's first script to `charge` (see the module note).
+    /// This engine charging the next request's first script to `charge` (see the module note),
+    /// or, when this replica holds a slice of the token's budget (`slices.rs`), taking the
+    /// request from that slice and charging nothing in Redis.
     pub fn charged(&self, charge: Charge) -> Engine {
-        Engine { charge: Some(charge), ..self.clone() }
+        let charge = match self.slices.admit(charge.queue, charge.token, charge.class, charge.now_ms) {
+            Admission::Held => None,
+            Admission::Claim(claim) => Some(Charge { claim, ..charge }),
+        };
+        Engine { charge, ..self.clone() }
+    }
+
+    /// `reply` of a script run with this engine's charge: a refusal is the error `rate_limited`,
+    /// a grant beyond the request's own is kept as a slice.
+    pub(super) fn settle(&self, reply: Value) -> ApiResult<Value> {
+        let (granted, reply) = settle(reply)?;
+        if let (Some(granted), Some(charge)) = (granted, &self.charge) {
+            self.slices.granted(charge.queue, charge.token, charge.class, charge.now_ms, granted);
+        }
+        Ok(reply)
     }
 }
 
@@ -129,6 +174,18 @@ mod tests {
     }
 
     #[test]
+    fn a_grant_is_split_from_the_scripts_own_reply() {
+        let word = || Value::BulkString(b"granted".to_vec());
+        let id = || Value::BulkString(b"1-0".to_vec());
+        assert_eq!(settle(reply(vec![word(), Value::Int(8), id()])).unwrap(), (Some(8), id()));
+        assert_eq!(settle(reply(vec![word(), Value::Int(1)])).unwrap(), (Some(1), Value::Nil), "a nil reply");
+        let inner = reply(vec![Value::BulkString(b"ok".to_vec()), Value::Int(3)]);
+        assert_eq!(settle(reply(vec![word(), Value::Int(2), inner.clone()])).unwrap(), (Some(2), inner.clone()));
+        assert_eq!(settle(inner.clone()).unwrap(), (None, inner), "uncharged");
+        assert_eq!(settle(id()).unwrap(), (None, id()));
+    }
+
+    #[test]
     fn other_replies_are_not_refusals() {
         assert!(refusal(&reply(vec![Value::BulkString(b"ok".to_vec()), Value::Int(1)])).is_none());
         assert!(refusal(&reply(vec![Value::Int(1), Value::Int(0)])).is_none());
@@ -141,7 +198,7 @@ mod tests {
             let (budget, window_ms) = class.budget();
             assert_eq!(window_ms % budget, 0, "{class:?}");
         }
-        let charge = Charge { token: Uuid::nil(), class: Class::Actions, now_ms: 5 };
-        assert_eq!(charge.args(), [6, 10_000, 5]);
+        let charge = Charge::new(QueueId(Uuid::nil()), Uuid::nil(), Class::Actions, 5);
+        assert_eq!(charge.args(), [6, 10_000, 5, 1]);
     }
 }

@@ -7,7 +7,8 @@
 //! `minutes.lua` (the last hour per minute) to every script that counts: those with common.lua,
 //! publish and flush. `rate.lua` (token rate limits) comes first in every script a request is
 //! charged to: the common.lua ones and both publish scripts (it takes its arguments off ARGV
-//! before any other code reads ARGV).
+//! before any other code reads ARGV); the rest of such a script runs as a function whose reply
+//! `rate_end.lua` answers, so that an admitted charge can say how much it was granted.
 
 use redis::Script;
 
@@ -22,17 +23,26 @@ macro_rules! with_budget {
     };
 }
 
-macro_rules! script {
-    ($file:literal) => {
+/// `rate.lua`, then `parts` as the body of a function that `rate_end.lua` closes and calls, so
+/// that a charged call's reply can say how many requests it was granted (see rate.lua).
+macro_rules! charged {
+    ($($part:expr),+ $(,)?) => {
         Script::new(concat!(
             include_str!("scripts/rate.lua"),
-            "\n",
-            include_str!("scripts/minutes.lua"),
-            "\n",
-            include_str!("scripts/common.lua"),
-            "\n",
-            include_str!(concat!("scripts/", $file))
+            "\nlocal function script()\n",
+            $($part, "\n",)+
+            include_str!("scripts/rate_end.lua")
         ))
+    };
+}
+
+macro_rules! script {
+    ($file:literal) => {
+        charged!(
+            include_str!("scripts/minutes.lua"),
+            include_str!("scripts/common.lua"),
+            include_str!(concat!("scripts/", $file))
+        )
     };
 }
 
@@ -62,15 +72,12 @@ pub struct Scripts {
 impl Scripts {
     pub fn new() -> Self {
         Self {
-            publish: with_budget!(
-                concat!(include_str!("scripts/rate.lua"), "\n", include_str!("scripts/minutes.lua"), "\n"),
-                "publish.lua"
+            publish: charged!(
+                include_str!("scripts/minutes.lua"),
+                include_str!("scripts/budget.lua"),
+                include_str!("scripts/publish.lua")
             ),
-            publish_one: Script::new(concat!(
-                include_str!("scripts/rate.lua"),
-                "\n",
-                include_str!("scripts/publish_one.lua")
-            )),
+            publish_one: charged!(include_str!("scripts/publish_one.lua")),
             lease: with_budget!("", "lease.lua"),
             flush: with_budget!(concat!(include_str!("scripts/minutes.lua"), "\n"), "flush.lua"),
             consume: script!("consume.lua"),

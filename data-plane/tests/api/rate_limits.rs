@@ -2,9 +2,11 @@
 //! draw on one budget per token and class, and a refused request changes nothing.
 
 use crate::helpers::{TestApp, TestQueue, spawn_app, spawn_app_in};
+use aqs_core::error::ApiError;
 use aqs_core::projection::TokenRecord;
 use aqs_core::time::now_ms;
 use aqs_core::token::{Scope, TokenSecret};
+use aqs_data_plane::engine::{Charge, Class, NewMessage, PublishOutcome};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -135,4 +137,50 @@ async fn token_with_id(app: &TestApp, queue: &TestQueue) -> (String, uuid::Uuid)
         .await
         .unwrap();
     (secret.expose().to_owned(), record.token_id)
+}
+
+/// Replicas claim slices of a busy token's message budget (`engine/slices.rs`) and admit from
+/// them without charging Redis again; every slice is taken from the one budget first, so with the
+/// clock held still (no refill), two replicas in turn admit exactly what is left of the budget
+/// between them and refuse the rest, whoever still holds a slice.
+#[tokio::test]
+async fn slices_held_by_two_replicas_never_pass_the_budget() {
+    let a = spawn_app().await;
+    let b = spawn_app_in(&a.namespace).await;
+    let queue = a.queue().await;
+    let token = uuid::Uuid::new_v4();
+    let now = now_ms();
+    // 900 of the 1,000 spent: 100 left. (The bucket's expiry runs on the real clock.)
+    let bucket = a.keys.rate_bucket(queue.id, token, "m");
+    let _: () = redis::cmd("SET")
+        .arg(&bucket)
+        .arg(now + 900)
+        .arg("PX")
+        .arg(60_000)
+        .query_async(&mut a.redis.clone())
+        .await
+        .unwrap();
+    let message = NewMessage {
+        body: b"x".to_vec(),
+        content_type: "text/plain".into(),
+        attributes: String::new(),
+        group_id: None,
+        idempotency_key: None,
+        delay_ms: 0,
+    };
+    let (mut admitted, mut refused) = (0, 0);
+    for turn in 0..160 {
+        let app = if turn % 2 == 0 { &a } else { &b };
+        let engine = app.state.engine.charged(Charge::new(queue.id, token, Class::Messages, now));
+        match engine.publish(queue.id, std::slice::from_ref(&message), now).await {
+            Ok(PublishOutcome::Stored(_)) => admitted += 1,
+            Err(ApiError::RateLimited { .. }) => refused += 1,
+            other => panic!("turn {turn}: {other:?}"),
+        }
+    }
+    assert_eq!(admitted, 100, "100 requests were left and the clock stood still");
+    assert_eq!(refused, 60);
+    // The bucket says the whole budget is spent: every slice was taken from it.
+    let tat: u64 = redis::cmd("GET").arg(&bucket).query_async(&mut a.redis.clone()).await.unwrap();
+    assert_eq!(tat, now + 1_000);
 }
