@@ -30,7 +30,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 /// `PUT /api/v1/queues/{slug}/push`: the whole target (what is omitted takes its default).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PushInput {
     pub handler_url: String,
@@ -47,7 +47,7 @@ pub struct PushInput {
 }
 
 /// A push target as shown: never its secrets.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct PushTarget {
     pub handler_url: String,
     pub mode: PushMode,
@@ -66,11 +66,12 @@ pub struct PushTarget {
 }
 
 /// The answer to setting push or rotating its secret.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct PushSet {
     pub push: PushTarget,
     /// The signing secret, shown only when it was just created (first set, or a rotation).
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "expose_opt")]
+    #[schema(value_type = Option<String>)]
     pub signing_secret: Option<Secret>,
     /// True when push was off before this call.
     #[serde(skip)]
@@ -85,7 +86,7 @@ fn expose_opt<S: serde::Serializer>(secret: &Option<Secret>, s: S) -> Result<S::
 }
 
 /// One line of the delivery log, for the console's Push tab.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct PushDelivery {
     pub at: String,
     /// The message id, or the batch id in batch mode.

@@ -12,7 +12,7 @@ use serde::Deserialize;
 pub const NAME_MAX_CHARS: usize = 64;
 
 /// `POST /api/v1/queues`: a name and optional settings (defaults from `core::limits`).
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewQueue {
     pub name: String,
@@ -23,7 +23,7 @@ pub struct NewQueue {
 }
 
 /// `PATCH /api/v1/queues/{slug}`: any subset of the settings. The slug never changes.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QueueChanges {
     pub name: Option<String>,

@@ -10,7 +10,7 @@ use aqs_core::ApiResult;
 use serde::Serialize;
 use uuid::Uuid;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct MemberBilling {
     pub member_id: Uuid,
     pub email: String,
