@@ -31,6 +31,8 @@ const ROUNDS: usize = 3;
 #[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AccountDeletion {
+    /// The account's email, typed again.
+    #[schema(format = Email)]
     pub confirm_email: String,
 }
 

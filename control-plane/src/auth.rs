@@ -24,7 +24,10 @@ const EMAIL_MAX_CHARS: usize = 254;
 #[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Credentials {
+    #[schema(format = Email, max_length = 254)]
     pub email: String,
+    /// 8 to 1024 characters.
+    #[schema(min_length = 8, max_length = 1024)]
     pub password: String,
 }
 
@@ -96,6 +99,8 @@ pub async fn logout_everywhere(cp: &ControlPlane, member: MemberId) -> ApiResult
 #[serde(deny_unknown_fields)]
 pub struct PasswordChange {
     pub current_password: String,
+    /// 8 to 1024 characters.
+    #[schema(min_length = 8, max_length = 1024)]
     pub new_password: String,
 }
 

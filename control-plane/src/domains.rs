@@ -42,6 +42,8 @@ pub struct TxtRecord {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewDomain {
+    /// A root domain, such as `example.com`.
+    #[schema(format = Hostname)]
     pub name: String,
 }
 

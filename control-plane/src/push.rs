@@ -33,8 +33,11 @@ use uuid::Uuid;
 #[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PushInput {
+    /// Under a prefix an operator authorised for the member (`GET /api/v1/push/callback-urls`).
+    #[schema(format = Uri)]
     pub handler_url: String,
     /// `message` (default) or `batch`.
+    #[schema(value_type = Option<PushMode>)]
     pub mode: Option<String>,
     /// Batch mode only: 1 to 100, default 10.
     pub messages_per_run: Option<u32>,

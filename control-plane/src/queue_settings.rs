@@ -15,10 +15,19 @@ pub const NAME_MAX_CHARS: usize = 64;
 #[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewQueue {
+    /// 1 to 64 characters; the slug is made from it.
+    #[schema(min_length = 1, max_length = 64)]
     pub name: String,
+    /// 1 s to 12 h; default 30.
+    #[schema(minimum = 1, maximum = 43200)]
     pub visibility_timeout_seconds: Option<u32>,
+    /// 1 to 100; default 5.
+    #[schema(minimum = 1, maximum = 100)]
     pub max_attempts: Option<u32>,
+    /// Bytes: 1 MiB (default), or 10 or 50 MiB as a paid add-on.
     pub payload_size: Option<u64>,
+    /// Bytes: 1 MiB to 100 GiB; default 1 GiB.
+    #[schema(minimum = 1048576, maximum = 107374182400_u64)]
     pub storage_limit: Option<u64>,
 }
 
@@ -26,10 +35,15 @@ pub struct NewQueue {
 #[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QueueChanges {
+    #[schema(min_length = 1, max_length = 64)]
     pub name: Option<String>,
+    #[schema(minimum = 1, maximum = 43200)]
     pub visibility_timeout_seconds: Option<u32>,
+    #[schema(minimum = 1, maximum = 100)]
     pub max_attempts: Option<u32>,
+    /// Bytes: 1, 10 or 50 MiB (the larger two are paid add-ons).
     pub payload_size: Option<u64>,
+    #[schema(minimum = 1048576, maximum = 107374182400_u64)]
     pub storage_limit: Option<u64>,
 }
 

@@ -28,8 +28,10 @@ pub const NAME_MAX_CHARS: usize = 64;
 #[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewToken {
+    #[schema(min_length = 1, max_length = 64)]
     pub name: String,
     /// Any non-empty subset of `send`, `consume`, `manage`.
+    #[schema(value_type = Vec<Scope>, min_items = 1)]
     pub scopes: Vec<String>,
 }
 

@@ -115,6 +115,8 @@ pub struct AdminHost {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewHost {
+    /// A name under one of the member's verified domains.
+    #[schema(format = Hostname)]
     pub hostname: String,
     /// The slug of the member's queue.
     pub queue: String,

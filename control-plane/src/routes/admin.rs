@@ -30,6 +30,8 @@ pub(super) struct MemberBody {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct NewCallbackUrl {
+    /// An http(s) URL prefix with a domain name as host.
+    #[schema(format = Uri)]
     prefix: String,
 }
 

@@ -52,6 +52,8 @@ aqs_core::errors!(CreateHostErrors: "invalid_request", "unauthorized", "not_foun
 
 aqs_core::errors!(OperatorErrors: "not_found", "conflict", "service_unavailable");
 
+aqs_core::errors!(OperatorListErrors: "invalid_request", "not_found", "service_unavailable");
+
 #[utoipa::path(post, path = "/api/v1/domains", operation_id = "hosts_create_domain", tag = "hosts", request_body = NewDomain,
     responses((status = 201, body = DomainBody, description = "The domain, with the TXT record that proves it."), CreateErrors), security(("session" = [])))]
 pub(super) async fn create_domain(
@@ -149,8 +151,9 @@ pub(super) async fn check_host(
 }
 
 /// `GET /api/v1/admin/hosts?status=…`.
-#[utoipa::path(get, path = "/api/v1/admin/hosts", operation_id = "hosts_admin_list", tag = "admin", params(("status" = Option<String>, Query, description = "Only hosts in this status.")),
-    responses((status = 200, body = AdminHostList, description = "Every member's hosts."), OperatorErrors), security(("session" = [])))]
+#[utoipa::path(get, path = "/api/v1/admin/hosts", operation_id = "hosts_admin_list", tag = "admin", params(("status" = Option<String>, Query, pattern = "^(setting_up|active|error)$",
+        description = "Only hosts in this status: `setting_up`, `active` or `error`.")),
+    responses((status = 200, body = AdminHostList, description = "Every member's hosts."), OperatorListErrors), security(("session" = [])))]
 pub(super) async fn admin_list(
     State(cp): State<ControlPlane>,
     operator: AuthOperator,

@@ -146,12 +146,14 @@ pub async fn consume(
 #[derive(Deserialize, ToSchema)]
 pub struct AckRequest {
     /// 1 to 100 receipts from consume (or extend).
+    #[schema(min_items = 1, max_items = 100)]
     receipts: Vec<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
 pub struct NackRequest {
     /// 1 to 100 receipts from consume (or extend).
+    #[schema(min_items = 1, max_items = 100)]
     receipts: Vec<String>,
     /// When the messages become available again: 0 (default, at once) to 43200 s.
     #[schema(minimum = 0, maximum = 43200)]

@@ -114,10 +114,12 @@ fn preview(bytes: &[u8]) -> (String, &'static str) {
 #[derive(Deserialize, ToSchema)]
 pub struct SelectionRequest {
     /// 1 to 100 message ids (32 lowercase hex characters).
+    #[schema(min_items = 1, max_items = 100)]
     ids: Option<Vec<String>>,
     /// Every dead letter (`true` only).
     all: Option<bool>,
     /// Every dead letter whose reason contains this text (1 to 1024 bytes).
+    #[schema(min_length = 1, max_length = 1024)]
     reason: Option<String>,
 }
 

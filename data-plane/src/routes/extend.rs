@@ -25,6 +25,7 @@ use utoipa::ToSchema;
 #[derive(Deserialize, ToSchema)]
 pub struct ExtendRequest {
     /// 1 to 100 receipts from consume (or an earlier extend).
+    #[schema(min_items = 1, max_items = 100)]
     receipts: Vec<String>,
     /// The new lease from now, 1 s to 12 h.
     #[schema(minimum = 1, maximum = 43200)]

@@ -59,6 +59,7 @@ pub struct PublishRequest<'a> {
 pub struct BatchRequest<'a> {
     /// 1 to 100 messages.
     #[serde(borrow)]
+    #[schema(min_items = 1, max_items = 100)]
     messages: Vec<PublishRequest<'a>>,
 }
 
