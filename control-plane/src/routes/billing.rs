@@ -38,7 +38,7 @@ aqs_core::errors!(BudgetErrors: "invalid_request", "unauthorized", "conflict", "
 
 aqs_core::errors!(WebhookErrors: "invalid_request", "conflict", "payload_too_large", "service_unavailable");
 
-aqs_core::errors!(OperatorErrors: "not_found", "service_unavailable");
+aqs_core::errors!(OperatorErrors: "invalid_request", "not_found", "service_unavailable");
 
 #[utoipa::path(get, path = "/api/v1/billing", operation_id = "billing_get", tag = "billing",
     responses((status = 200, body = BillingBody, description = "Payment method, add-ons, usage and budget."), BillingErrors), security(("session" = [])))]
