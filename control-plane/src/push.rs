@@ -88,7 +88,7 @@ fn expose_opt<S: serde::Serializer>(secret: &Option<Secret>, s: S) -> Result<S::
     }
 }
 
-/// One line of the delivery log, for the console's Push tab.
+/// One line of the delivery log: one push request and what became of it.
 #[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct PushDelivery {
     pub at: String,

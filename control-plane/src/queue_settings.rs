@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 pub const NAME_MAX_CHARS: usize = 64;
 
-/// `POST /api/v1/queues`: a name and optional settings (defaults from `core::limits`).
+/// `POST /api/v1/queues`: a name and optional settings, each with its default.
 #[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewQueue {

@@ -46,8 +46,9 @@ pub fn status_of(code: &str) -> Option<u16> {
     ERRORS.iter().find(|(_, codes)| codes.contains(&code)).map(|(status, _)| *status)
 }
 
-/// Every error answer: `{"error", "message"}`, with the fields some codes add. Only documents the
-/// shape `ApiError` writes (`error.rs`); nothing serialises it.
+// Documents the shape `ApiError` writes (`error.rs`); nothing serialises it. Its doc comments are
+// the document's text.
+/// Every error answer: `{"error", "message"}`, with the fields some codes add.
 #[derive(utoipa::ToSchema)]
 #[schema(as = Error)]
 #[allow(dead_code)]
