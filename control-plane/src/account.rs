@@ -28,9 +28,11 @@ use serde::Deserialize;
 const ROUNDS: usize = 3;
 
 /// `DELETE /api/v1/account`: the member's email, typed again.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AccountDeletion {
+    /// The account's email, typed again.
+    #[schema(format = Email)]
     pub confirm_email: String,
 }
 

@@ -21,15 +21,18 @@ pub const PASSWORD_MIN_CHARS: usize = 8;
 pub const PASSWORD_MAX_CHARS: usize = 1024;
 const EMAIL_MAX_CHARS: usize = 254;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Credentials {
+    #[schema(format = Email, max_length = 254)]
     pub email: String,
+    /// 8 to 1024 characters.
+    #[schema(min_length = 8, max_length = 1024)]
     pub password: String,
 }
 
 /// A member and a fresh session for them.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct SignedIn {
     pub member: Member,
     /// The session JWT: send it as `Authorization: Bearer <session>`.
@@ -92,10 +95,12 @@ pub async fn logout_everywhere(cp: &ControlPlane, member: MemberId) -> ApiResult
 
 /// `POST /api/v1/auth/password`: the current password (proof that the person at the keyboard is
 /// the member, not someone at an unlocked screen) and the new one.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PasswordChange {
     pub current_password: String,
+    /// 8 to 1024 characters.
+    #[schema(min_length = 8, max_length = 1024)]
     pub new_password: String,
 }
 

@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 const COLUMNS: &str = "id, name, verification_value, status, reason, verified_at, created_at";
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct Domain {
     pub id: Uuid,
     pub name: String,
@@ -31,7 +31,7 @@ pub struct Domain {
     pub created_at: DateTime<Utc>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct TxtRecord {
     #[serde(rename = "type")]
     pub kind: &'static str,
@@ -39,9 +39,11 @@ pub struct TxtRecord {
     pub value: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewDomain {
+    /// A root domain, such as `example.com`.
+    #[schema(format = Hostname)]
     pub name: String,
 }
 

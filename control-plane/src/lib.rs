@@ -42,7 +42,7 @@ pub use auth::{AuthMember, AuthOperator, Credentials, PasswordChange, SignedIn};
 pub use database::{PROBE_EVERY, database_unavailable};
 pub use members::{Member, MemberId, Role, grant_operator};
 pub use queues::{NewQueue, Queue, QueueChanges};
-pub use routes::router;
+pub use routes::{document as openapi_document, router, served_paths};
 pub use sessions::Session;
 pub use state::ControlPlane;
 pub use tokens::{CreatedToken, NewToken, Token};

@@ -27,7 +27,7 @@ impl MemberId {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Member,
@@ -47,8 +47,9 @@ impl Role {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct Member {
+    #[schema(value_type = String, format = Uuid)]
     pub id: MemberId,
     pub email: String,
     pub role: Role,

@@ -30,11 +30,14 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 /// `PUT /api/v1/queues/{slug}/push`: the whole target (what is omitted takes its default).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PushInput {
+    /// Under a prefix an operator authorised for the member (`GET /api/v1/push/callback-urls`).
+    #[schema(format = Uri)]
     pub handler_url: String,
     /// `message` (default) or `batch`.
+    #[schema(value_type = Option<PushMode>)]
     pub mode: Option<String>,
     /// Batch mode only: 1 to 100, default 10.
     pub messages_per_run: Option<u32>,
@@ -47,7 +50,7 @@ pub struct PushInput {
 }
 
 /// A push target as shown: never its secrets.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct PushTarget {
     pub handler_url: String,
     pub mode: PushMode,
@@ -66,11 +69,12 @@ pub struct PushTarget {
 }
 
 /// The answer to setting push or rotating its secret.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct PushSet {
     pub push: PushTarget,
     /// The signing secret, shown only when it was just created (first set, or a rotation).
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "expose_opt")]
+    #[schema(value_type = Option<String>)]
     pub signing_secret: Option<Secret>,
     /// True when push was off before this call.
     #[serde(skip)]
@@ -84,8 +88,8 @@ fn expose_opt<S: serde::Serializer>(secret: &Option<Secret>, s: S) -> Result<S::
     }
 }
 
-/// One line of the delivery log, for the console's Push tab.
-#[derive(Clone, Debug, Serialize)]
+/// One line of the delivery log: one push request and what became of it.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct PushDelivery {
     pub at: String,
     /// The message id, or the batch id in batch mode.

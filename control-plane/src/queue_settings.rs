@@ -11,25 +11,39 @@ use serde::Deserialize;
 
 pub const NAME_MAX_CHARS: usize = 64;
 
-/// `POST /api/v1/queues`: a name and optional settings (defaults from `core::limits`).
-#[derive(Clone, Debug, Default, Deserialize)]
+/// `POST /api/v1/queues`: a name and optional settings, each with its default.
+#[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewQueue {
+    /// 1 to 64 characters; the slug is made from it.
+    #[schema(min_length = 1, max_length = 64)]
     pub name: String,
+    /// 1 s to 12 h; default 30.
+    #[schema(minimum = 1, maximum = 43200)]
     pub visibility_timeout_seconds: Option<u32>,
+    /// 1 to 100; default 5.
+    #[schema(minimum = 1, maximum = 100)]
     pub max_attempts: Option<u32>,
+    /// Bytes: 1 MiB (default), or 10 or 50 MiB as a paid add-on.
     pub payload_size: Option<u64>,
+    /// Bytes: 1 MiB to 100 GiB; default 1 GiB.
+    #[schema(minimum = 1048576, maximum = 107374182400_u64)]
     pub storage_limit: Option<u64>,
 }
 
 /// `PATCH /api/v1/queues/{slug}`: any subset of the settings. The slug never changes.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QueueChanges {
+    #[schema(min_length = 1, max_length = 64)]
     pub name: Option<String>,
+    #[schema(minimum = 1, maximum = 43200)]
     pub visibility_timeout_seconds: Option<u32>,
+    #[schema(minimum = 1, maximum = 100)]
     pub max_attempts: Option<u32>,
+    /// Bytes: 1, 10 or 50 MiB (the larger two are paid add-ons).
     pub payload_size: Option<u64>,
+    #[schema(minimum = 1048576, maximum = 107374182400_u64)]
     pub storage_limit: Option<u64>,
 }
 

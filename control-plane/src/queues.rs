@@ -28,11 +28,13 @@ pub const FIRST_TOKEN_NAME: &str = "default";
 /// Tries at a free slug before giving up; with 36^4 suffixes a second try almost never fails.
 const SLUG_TRIES: usize = 8;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct Queue {
     #[serde(serialize_with = "as_display")]
+    #[schema(value_type = String)]
     pub id: QueueId,
     pub name: String,
+    #[schema(value_type = String)]
     pub slug: Slug,
     /// The base of the queue's data-plane API: `<public url>/queue/v1/<slug>`.
     pub address: String,

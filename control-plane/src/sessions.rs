@@ -19,7 +19,7 @@ use uuid::Uuid;
 pub(crate) const SWEEP_BATCH: i64 = 100;
 
 /// A live session as its member sees it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct Session {
     pub id: Uuid,
     #[serde(serialize_with = "crate::timefmt::rfc3339")]

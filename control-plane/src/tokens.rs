@@ -25,16 +25,18 @@ use uuid::Uuid;
 pub const NAME_MAX_CHARS: usize = 64;
 
 /// `POST /api/v1/queues/{slug}/tokens`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewToken {
+    #[schema(min_length = 1, max_length = 64)]
     pub name: String,
     /// Any non-empty subset of `send`, `consume`, `manage`.
+    #[schema(value_type = Vec<Scope>, min_items = 1)]
     pub scopes: Vec<String>,
 }
 
 /// A token as listed: never its secret.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct Token {
     pub id: Uuid,
     pub name: String,
@@ -49,11 +51,13 @@ pub struct Token {
 }
 
 /// A token just minted, with its secret: the only time the secret is ever shown.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct CreatedToken {
     #[serde(flatten)]
     pub token: Token,
+    /// The token itself, `acq_…`: shown this once.
     #[serde(serialize_with = "expose_secret")]
+    #[schema(value_type = String)]
     pub secret: TokenSecret,
 }
 

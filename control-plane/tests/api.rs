@@ -8,6 +8,7 @@ mod api {
     mod errors;
     mod fake_stripe;
     mod isolation;
+    mod openapi;
     mod projection;
     mod push;
     mod push_admin;

@@ -13,6 +13,7 @@ pub mod json;
 pub mod keys;
 pub mod limits;
 pub mod metrics;
+pub mod openapi;
 pub mod projection;
 pub mod push;
 pub mod receipt;

@@ -125,7 +125,7 @@ impl TokenRecord {
 }
 
 /// How a queue's push target is called.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PushMode {
     /// One POST per message, `{id, queue, payload, attempts}` (spec/push-delivery.md).

@@ -93,7 +93,7 @@ pub fn signing_key(secret: &str) -> Option<Vec<u8>> {
 }
 
 /// What became of one push request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DeliveryOutcome {
     /// 2xx: the message (or the whole batch) was acknowledged.

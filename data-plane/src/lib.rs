@@ -29,7 +29,7 @@ pub use cache::{CAPACITY as CACHE_CAPACITY, CacheSizes};
 pub use hosts::routing::route_by_host;
 pub use hosts::tls::server_config as tls_server_config;
 pub use last_use::CAPACITY as LAST_USE_CAPACITY;
-pub use routes::{queue_routes, router};
+pub use routes::{document as openapi_document, queue_routes, router, served_paths};
 pub use state::DataPlane;
 
 use tokio::task::JoinHandle;

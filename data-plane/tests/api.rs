@@ -31,6 +31,8 @@ mod leases;
 mod longpoll;
 #[path = "api/manage.rs"]
 mod manage;
+#[path = "api/openapi.rs"]
+mod openapi;
 #[path = "api/publish.rs"]
 mod publish;
 #[path = "api/push_batch.rs"]

@@ -1,7 +1,10 @@
 //! The test kit every crate's integration tests share (a dev-dependency only): where the test
 //! stores are, a fresh Redis namespace per test, serving a router with the production HTTP server
 //! (`aqs::serve::serve_http`, so tests exercise what runs in production), and waiting on a
-//! condition instead of sleeping for a fixed time.
+//! condition instead of sleeping for a fixed time; holding an OpenAPI document against the routes
+//! a router serves ([`openapi`]).
+
+pub mod openapi;
 
 use axum::Router;
 use std::future::Future;

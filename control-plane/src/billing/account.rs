@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 /// Budgets are kept in cents; a million dollars a month is more than any member of ours needs.
 pub const BUDGET_MAX_CENTS: u64 = 100_000_000;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct Overview {
     pub enabled: bool,
     pub payment_method: Option<Card>,
@@ -28,13 +28,13 @@ pub struct Overview {
     pub cancelled_for_nonpayment: bool,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct Card {
     pub brand: String,
     pub last4: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct AddOn {
     /// The queue's slug.
     pub queue: String,
@@ -46,7 +46,7 @@ pub struct AddOn {
     pub pending: bool,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct Budget {
     pub monthly_limit_cents: Option<u64>,
     pub alert_percent: Option<u32>,
@@ -55,7 +55,7 @@ pub struct Budget {
 }
 
 /// `PUT /api/v1/billing/budget`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BudgetInput {
     pub monthly_limit_cents: u64,

@@ -6,11 +6,12 @@ use crate::auth::AuthOperator;
 use crate::db_error::db_error;
 use crate::members::MemberId;
 use crate::state::ControlPlane;
+use crate::text::refuse_control;
 use aqs_core::ApiResult;
 use serde::Serialize;
 use uuid::Uuid;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct MemberBilling {
     pub member_id: Uuid,
     pub email: String,
@@ -23,6 +24,7 @@ pub struct MemberBilling {
 
 /// `status`: only members whose subscription status is this (e.g. `past_due`).
 pub async fn list(cp: &ControlPlane, _operator: &AuthOperator, status: Option<&str>) -> ApiResult<Vec<MemberBilling>> {
+    refuse_control("status", status.unwrap_or_default())?;
     #[derive(sqlx::FromRow)]
     struct Row {
         member_id: Uuid,

@@ -9,7 +9,7 @@ use aqs_core::time::now_ms;
 use chrono::{Datelike, Utc};
 use serde::Serialize;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct QueueUsage {
     pub queue: String,
     pub queue_name: String,

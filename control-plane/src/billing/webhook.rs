@@ -33,7 +33,7 @@ struct EventData {
 }
 
 /// The answer Stripe gets: 2xx means "do not send it again".
-#[derive(Serialize, Debug)]
+#[derive(Serialize, Debug, utoipa::ToSchema)]
 pub struct Received {
     pub received: bool,
     /// `applied`, `duplicate` or `ignored`.

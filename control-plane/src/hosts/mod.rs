@@ -65,7 +65,7 @@ impl HostsContext {
 }
 
 /// A host as the API shows it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct Host {
     pub id: Uuid,
     pub hostname: String,
@@ -86,7 +86,7 @@ pub struct Host {
     pub created_at: DateTime<Utc>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct CnameRecord {
     #[serde(rename = "type")]
     pub kind: &'static str,
@@ -94,7 +94,7 @@ pub struct CnameRecord {
     pub value: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct Certificate {
     #[serde(serialize_with = "timefmt::rfc3339")]
     pub not_before: DateTime<Utc>,
@@ -103,7 +103,7 @@ pub struct Certificate {
 }
 
 /// A host as operators see it: whose it is and how many orders it took.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct AdminHost {
     #[serde(flatten)]
     pub host: Host,
@@ -112,9 +112,11 @@ pub struct AdminHost {
     pub failures: i32,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewHost {
+    /// A name under one of the member's verified domains.
+    #[schema(format = Hostname)]
     pub hostname: String,
     /// The slug of the member's queue.
     pub queue: String,

@@ -22,34 +22,44 @@ fn email_param(query: Option<&str>) -> EmailQuery {
     EmailQuery { email }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct MemberBody {
     member: Member,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct NewCallbackUrl {
+    /// An http(s) URL prefix with a domain name as host.
+    #[schema(format = Uri)]
     prefix: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct CallbackUrlBody {
     callback_url: CallbackUrl,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct CallbackUrlList {
     callback_urls: Vec<CallbackUrl>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct Removed {
     /// Queues whose push stopped because their handler URL is no longer authorised.
     push_stopped: Vec<String>,
 }
 
+aqs_core::errors!(FindErrors: "invalid_request", "not_found", "service_unavailable");
+
+aqs_core::errors!(OperatorErrors: "not_found", "service_unavailable");
+
+aqs_core::errors!(AddErrors: "invalid_request", "not_found", "conflict", "unsupported_media_type", "payload_too_large", "service_unavailable");
+
 /// `GET /api/v1/admin/members?email=…`.
+#[utoipa::path(get, path = "/api/v1/admin/members", operation_id = "admin_find_member", tag = "admin", params(("email" = String, Query, description = "The member's email.")),
+    responses((status = 200, body = MemberBody, description = "The member."), FindErrors), security(("session" = [])))]
 pub(super) async fn find_member(
     State(cp): State<ControlPlane>,
     operator: AuthOperator,
@@ -60,6 +70,8 @@ pub(super) async fn find_member(
     Ok(ApiJson(MemberBody { member: admin::find_member(&cp, &operator, &email).await? }))
 }
 
+#[utoipa::path(get, path = "/api/v1/admin/members/{id}/callback-urls", operation_id = "admin_list", tag = "admin", params(("id" = String, Path, description = "The member's id.")),
+    responses((status = 200, body = CallbackUrlList, description = "The prefixes authorised for the member."), OperatorErrors), security(("session" = [])))]
 pub(super) async fn list(
     State(cp): State<ControlPlane>,
     operator: AuthOperator,
@@ -68,6 +80,8 @@ pub(super) async fn list(
     Ok(ApiJson(CallbackUrlList { callback_urls: admin::list_callback_urls(&cp, &operator, &member).await? }))
 }
 
+#[utoipa::path(post, path = "/api/v1/admin/members/{id}/callback-urls", operation_id = "admin_add", tag = "admin", params(("id" = String, Path, description = "The member's id.")), request_body = NewCallbackUrl,
+    responses((status = 201, body = CallbackUrlBody, description = "Authorised."), AddErrors), security(("session" = [])))]
 pub(super) async fn add(
     State(cp): State<ControlPlane>,
     operator: AuthOperator,
@@ -78,6 +92,8 @@ pub(super) async fn add(
     Ok((StatusCode::CREATED, ApiJson(CallbackUrlBody { callback_url: added })))
 }
 
+#[utoipa::path(delete, path = "/api/v1/admin/members/{id}/callback-urls/{url_id}", operation_id = "admin_remove", tag = "admin", params(("id" = String, Path, description = "The member's id."), ("url_id" = String, Path, description = "The prefix's id.")),
+    responses((status = 200, body = Removed, description = "Withdrawn; the queues whose push stopped."), OperatorErrors), security(("session" = [])))]
 pub(super) async fn remove(
     State(cp): State<ControlPlane>,
     operator: AuthOperator,

@@ -11,6 +11,18 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::http::StatusCode;
 
+aqs_core::errors!(SignupErrors: "invalid_request", "conflict", "unsupported_media_type", "payload_too_large", "service_unavailable");
+
+aqs_core::errors!(LoginErrors: "invalid_request", "unauthorized", "unsupported_media_type", "payload_too_large", "service_unavailable");
+
+aqs_core::errors!(SessionErrors: "unauthorized", "service_unavailable");
+
+aqs_core::errors!(PasswordErrors: "invalid_request", "unauthorized", "unsupported_media_type", "payload_too_large", "service_unavailable");
+
+aqs_core::errors!(EndSessionErrors: "unauthorized", "not_found", "service_unavailable");
+
+#[utoipa::path(post, path = "/api/v1/auth/signup", operation_id = "auth_signup", tag = "auth", request_body = Credentials,
+    responses((status = 201, body = SignedIn, description = "The new member and a 12 h session."), SignupErrors))]
 pub(super) async fn signup(
     State(cp): State<ControlPlane>,
     ApiJson(credentials): ApiJson<Credentials>,
@@ -18,6 +30,8 @@ pub(super) async fn signup(
     Ok((StatusCode::CREATED, ApiJson(auth::signup(&cp, credentials).await?)))
 }
 
+#[utoipa::path(post, path = "/api/v1/auth/login", operation_id = "auth_login", tag = "auth", request_body = Credentials,
+    responses((status = 200, body = SignedIn, description = "The member and a 12 h session."), LoginErrors))]
 pub(super) async fn login(
     State(cp): State<ControlPlane>,
     ApiJson(credentials): ApiJson<Credentials>,
@@ -25,28 +39,34 @@ pub(super) async fn login(
     Ok(ApiJson(auth::login(&cp, credentials).await?))
 }
 
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, utoipa::ToSchema)]
 pub(super) struct MemberBody {
     member: Member,
 }
 
+#[utoipa::path(get, path = "/api/v1/auth/me", operation_id = "auth_me", tag = "auth",
+    responses((status = 200, body = MemberBody, description = "The member of this session."), SessionErrors), security(("session" = [])))]
 pub(super) async fn me(AuthMember(member): AuthMember) -> ApiJson<MemberBody> {
     ApiJson(MemberBody { member })
 }
 
 /// `POST /api/v1/auth/logout`: ends the session that calls it; 204.
+#[utoipa::path(post, path = "/api/v1/auth/logout", operation_id = "auth_logout", tag = "auth",
+    responses((status = 204, description = "This session ended."), SessionErrors), security(("session" = [])))]
 pub(super) async fn logout(State(cp): State<ControlPlane>, headers: HeaderMap) -> ApiResult<StatusCode> {
     auth::logout(&cp, auth::bearer(&headers)?).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, utoipa::ToSchema)]
 pub(super) struct LoggedOutEverywhere {
     /// How many live sessions ended, the caller's included.
     sessions_ended: u64,
 }
 
 /// `POST /api/v1/auth/logout-all`: ends every session of the caller's member.
+#[utoipa::path(post, path = "/api/v1/auth/logout-all", operation_id = "auth_logout_all", tag = "auth",
+    responses((status = 200, body = LoggedOutEverywhere, description = "Every session of the member ended."), SessionErrors), security(("session" = [])))]
 pub(super) async fn logout_all(
     State(cp): State<ControlPlane>,
     member: AuthMember,
@@ -57,6 +77,8 @@ pub(super) async fn logout_all(
 
 /// `POST /api/v1/auth/password`: ends every session of the member (this one too) and answers a
 /// fresh session for the caller, as log-in does.
+#[utoipa::path(post, path = "/api/v1/auth/password", operation_id = "auth_change_password", tag = "auth", request_body = PasswordChange,
+    responses((status = 200, body = SignedIn, description = "Changed; every other session ended; a fresh session."), PasswordErrors), security(("session" = [])))]
 pub(super) async fn change_password(
     State(cp): State<ControlPlane>,
     member: AuthMember,
@@ -65,17 +87,21 @@ pub(super) async fn change_password(
     Ok(ApiJson(auth::change_password(&cp, member.id(), change).await?))
 }
 
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, utoipa::ToSchema)]
 pub(super) struct SessionList {
     sessions: Vec<Session>,
 }
 
 /// `GET /api/v1/auth/sessions`: the member's live sessions, newest first, the caller's marked.
+#[utoipa::path(get, path = "/api/v1/auth/sessions", operation_id = "auth_sessions", tag = "auth",
+    responses((status = 200, body = SessionList, description = "The live sessions, newest first."), SessionErrors), security(("session" = [])))]
 pub(super) async fn sessions(State(cp): State<ControlPlane>, headers: HeaderMap) -> ApiResult<ApiJson<SessionList>> {
     Ok(ApiJson(SessionList { sessions: auth::sessions(&cp, auth::bearer(&headers)?).await? }))
 }
 
 /// `DELETE /api/v1/auth/sessions/{id}`: ends one of the member's sessions; 204.
+#[utoipa::path(delete, path = "/api/v1/auth/sessions/{id}", operation_id = "auth_end_session", tag = "auth", params(("id" = Uuid, Path, description = "The session's id.")),
+    responses((status = 204, description = "Ended."), EndSessionErrors), security(("session" = [])))]
 pub(super) async fn end_session(
     State(cp): State<ControlPlane>,
     member: AuthMember,

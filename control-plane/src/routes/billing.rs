@@ -12,38 +12,54 @@ use axum::extract::{RawQuery, State};
 use axum::http::HeaderMap;
 use serde::Serialize;
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct BillingBody {
     billing: Overview,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct UrlBody {
     url: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct BudgetBody {
     budget: Budget,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct MembersBody {
     members: Vec<MemberBilling>,
 }
 
+aqs_core::errors!(BillingErrors: "unauthorized", "conflict", "service_unavailable");
+
+aqs_core::errors!(BudgetErrors: "invalid_request", "unauthorized", "conflict", "unsupported_media_type", "payload_too_large", "service_unavailable");
+
+aqs_core::errors!(WebhookErrors: "invalid_request", "conflict", "payload_too_large", "service_unavailable");
+
+aqs_core::errors!(OperatorErrors: "invalid_request", "not_found", "service_unavailable");
+
+#[utoipa::path(get, path = "/api/v1/billing", operation_id = "billing_get", tag = "billing",
+    responses((status = 200, body = BillingBody, description = "Payment method, add-ons, usage and budget."), BillingErrors), security(("session" = [])))]
 pub(super) async fn get(State(cp): State<ControlPlane>, member: AuthMember) -> ApiResult<ApiJson<BillingBody>> {
     Ok(ApiJson(BillingBody { billing: account::overview(&cp, member.id()).await? }))
 }
 
+#[utoipa::path(post, path = "/api/v1/billing/setup", operation_id = "billing_setup", tag = "billing",
+    responses((status = 200, body = UrlBody, description = "Where to add a payment method."), BillingErrors), security(("session" = [])))]
 pub(super) async fn setup(State(cp): State<ControlPlane>, member: AuthMember) -> ApiResult<ApiJson<UrlBody>> {
     Ok(ApiJson(UrlBody { url: account::setup_url(&cp, member.id()).await? }))
 }
 
+#[utoipa::path(post, path = "/api/v1/billing/portal", operation_id = "billing_portal", tag = "billing",
+    responses((status = 200, body = UrlBody, description = "The payment provider's portal."), BillingErrors), security(("session" = [])))]
 pub(super) async fn portal(State(cp): State<ControlPlane>, member: AuthMember) -> ApiResult<ApiJson<UrlBody>> {
     Ok(ApiJson(UrlBody { url: account::portal_url(&cp, member.id()).await? }))
 }
 
+#[utoipa::path(put, path = "/api/v1/billing/budget", operation_id = "billing_budget", tag = "billing", request_body = BudgetInput,
+    responses((status = 200, body = BudgetBody, description = "The budget as set."), BudgetErrors), security(("session" = [])))]
 pub(super) async fn budget(
     State(cp): State<ControlPlane>,
     member: AuthMember,
@@ -52,6 +68,8 @@ pub(super) async fn budget(
     Ok(ApiJson(BudgetBody { budget: account::set_budget(&cp, member.id(), input).await? }))
 }
 
+#[utoipa::path(post, path = "/api/v1/billing/webhook", operation_id = "billing_webhook", tag = "billing", params(("stripe-signature" = Option<String>, Header, description = "The payment provider's signature of the body.")), request_body(content = serde_json::Value, description = "A payment-provider event."),
+    responses((status = 200, body = Received, description = "Taken: not to be sent again."), WebhookErrors))]
 pub(super) async fn webhook(
     State(cp): State<ControlPlane>,
     headers: HeaderMap,
@@ -62,6 +80,8 @@ pub(super) async fn webhook(
 }
 
 /// `GET /api/v1/admin/billing?status=past_due`.
+#[utoipa::path(get, path = "/api/v1/admin/billing", operation_id = "billing_admin_list", tag = "admin", params(("status" = Option<String>, Query, description = "Only members whose subscription is in this status.")),
+    responses((status = 200, body = MembersBody, description = "Every member's billing."), OperatorErrors), security(("session" = [])))]
 pub(super) async fn admin_list(
     State(cp): State<ControlPlane>,
     operator: AuthOperator,

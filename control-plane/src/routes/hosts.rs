@@ -12,36 +12,50 @@ use axum::http::StatusCode;
 use serde::Serialize;
 use uuid::Uuid;
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct DomainBody {
     domain: Domain,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct DomainList {
     domains: Vec<Domain>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct HostBody {
     host: Host,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct HostList {
     hosts: Vec<Host>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct AdminHostBody {
     host: AdminHost,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct AdminHostList {
     hosts: Vec<AdminHost>,
 }
 
+aqs_core::errors!(CreateErrors: "invalid_request", "unauthorized", "conflict", "unsupported_media_type", "payload_too_large", "service_unavailable");
+
+aqs_core::errors!(ListErrors: "unauthorized", "service_unavailable");
+
+aqs_core::errors!(IdErrors: "unauthorized", "not_found", "conflict", "service_unavailable");
+
+aqs_core::errors!(CreateHostErrors: "invalid_request", "unauthorized", "not_found", "conflict", "unsupported_media_type", "payload_too_large", "service_unavailable");
+
+aqs_core::errors!(OperatorErrors: "not_found", "conflict", "service_unavailable");
+
+aqs_core::errors!(OperatorListErrors: "invalid_request", "not_found", "service_unavailable");
+
+#[utoipa::path(post, path = "/api/v1/domains", operation_id = "hosts_create_domain", tag = "hosts", request_body = NewDomain,
+    responses((status = 201, body = DomainBody, description = "The domain, with the TXT record that proves it."), CreateErrors), security(("session" = [])))]
 pub(super) async fn create_domain(
     State(cp): State<ControlPlane>,
     member: AuthMember,
@@ -51,10 +65,14 @@ pub(super) async fn create_domain(
     Ok((StatusCode::CREATED, ApiJson(DomainBody { domain })))
 }
 
+#[utoipa::path(get, path = "/api/v1/domains", operation_id = "hosts_list_domains", tag = "hosts",
+    responses((status = 200, body = DomainList, description = "The member's domains."), ListErrors), security(("session" = [])))]
 pub(super) async fn list_domains(State(cp): State<ControlPlane>, member: AuthMember) -> ApiResult<ApiJson<DomainList>> {
     Ok(ApiJson(DomainList { domains: domains::list(&cp, member.id()).await? }))
 }
 
+#[utoipa::path(get, path = "/api/v1/domains/{id}", operation_id = "hosts_get_domain", tag = "hosts", params(("id" = Uuid, Path, description = "The domain's id.")),
+    responses((status = 200, body = DomainBody, description = "The domain."), IdErrors), security(("session" = [])))]
 pub(super) async fn get_domain(
     State(cp): State<ControlPlane>,
     member: AuthMember,
@@ -63,6 +81,8 @@ pub(super) async fn get_domain(
     Ok(ApiJson(DomainBody { domain: domains::get(&cp, member.id(), id).await? }))
 }
 
+#[utoipa::path(delete, path = "/api/v1/domains/{id}", operation_id = "hosts_delete_domain", tag = "hosts", params(("id" = Uuid, Path, description = "The domain's id.")),
+    responses((status = 204, description = "Deleted."), IdErrors), security(("session" = [])))]
 pub(super) async fn delete_domain(
     State(cp): State<ControlPlane>,
     member: AuthMember,
@@ -72,6 +92,8 @@ pub(super) async fn delete_domain(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(post, path = "/api/v1/domains/{id}/verify", operation_id = "hosts_verify_domain", tag = "hosts", params(("id" = Uuid, Path, description = "The domain's id.")),
+    responses((status = 200, body = DomainBody, description = "The domain after a check of its TXT record."), IdErrors), security(("session" = [])))]
 pub(super) async fn verify_domain(
     State(cp): State<ControlPlane>,
     member: AuthMember,
@@ -80,6 +102,8 @@ pub(super) async fn verify_domain(
     Ok(ApiJson(DomainBody { domain: domains::verify(&cp, member.id(), id).await? }))
 }
 
+#[utoipa::path(post, path = "/api/v1/hosts", operation_id = "hosts_create_host", tag = "hosts", request_body = NewHost,
+    responses((status = 201, body = HostBody, description = "The host, with the CNAME record to create."), CreateHostErrors), security(("session" = [])))]
 pub(super) async fn create_host(
     State(cp): State<ControlPlane>,
     member: AuthMember,
@@ -89,10 +113,14 @@ pub(super) async fn create_host(
     Ok((StatusCode::CREATED, ApiJson(HostBody { host })))
 }
 
+#[utoipa::path(get, path = "/api/v1/hosts", operation_id = "hosts_list_hosts", tag = "hosts",
+    responses((status = 200, body = HostList, description = "The member's hosts."), ListErrors), security(("session" = [])))]
 pub(super) async fn list_hosts(State(cp): State<ControlPlane>, member: AuthMember) -> ApiResult<ApiJson<HostList>> {
     Ok(ApiJson(HostList { hosts: hosts::list(&cp, member.id()).await? }))
 }
 
+#[utoipa::path(get, path = "/api/v1/hosts/{id}", operation_id = "hosts_get_host", tag = "hosts", params(("id" = Uuid, Path, description = "The host's id.")),
+    responses((status = 200, body = HostBody, description = "The host."), IdErrors), security(("session" = [])))]
 pub(super) async fn get_host(
     State(cp): State<ControlPlane>,
     member: AuthMember,
@@ -101,6 +129,8 @@ pub(super) async fn get_host(
     Ok(ApiJson(HostBody { host: hosts::get(&cp, member.id(), id).await? }))
 }
 
+#[utoipa::path(delete, path = "/api/v1/hosts/{id}", operation_id = "hosts_delete_host", tag = "hosts", params(("id" = Uuid, Path, description = "The host's id.")),
+    responses((status = 204, description = "Deleted: no longer served."), IdErrors), security(("session" = [])))]
 pub(super) async fn delete_host(
     State(cp): State<ControlPlane>,
     member: AuthMember,
@@ -110,6 +140,8 @@ pub(super) async fn delete_host(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(post, path = "/api/v1/hosts/{id}/check", operation_id = "hosts_check_host", tag = "hosts", params(("id" = Uuid, Path, description = "The host's id.")),
+    responses((status = 200, body = HostBody, description = "The host, checked again now."), IdErrors), security(("session" = [])))]
 pub(super) async fn check_host(
     State(cp): State<ControlPlane>,
     member: AuthMember,
@@ -119,6 +151,9 @@ pub(super) async fn check_host(
 }
 
 /// `GET /api/v1/admin/hosts?status=…`.
+#[utoipa::path(get, path = "/api/v1/admin/hosts", operation_id = "hosts_admin_list", tag = "admin", params(("status" = Option<String>, Query, pattern = "^(setting_up|active|error)$",
+        description = "Only hosts in this status: `setting_up`, `active` or `error`.")),
+    responses((status = 200, body = AdminHostList, description = "Every member's hosts."), OperatorListErrors), security(("session" = [])))]
 pub(super) async fn admin_list(
     State(cp): State<ControlPlane>,
     operator: AuthOperator,
@@ -131,6 +166,8 @@ pub(super) async fn admin_list(
     Ok(ApiJson(AdminHostList { hosts: hosts::admin_list(&cp, &operator, status.as_deref()).await? }))
 }
 
+#[utoipa::path(post, path = "/api/v1/admin/hosts/{id}/check", operation_id = "hosts_admin_check", tag = "admin", params(("id" = Uuid, Path, description = "The host's id.")),
+    responses((status = 200, body = AdminHostBody, description = "The host, checked again now."), OperatorErrors), security(("session" = [])))]
 pub(super) async fn admin_check(
     State(cp): State<ControlPlane>,
     operator: AuthOperator,

@@ -6,18 +6,41 @@ mod admin;
 mod auth;
 mod billing;
 mod hosts;
+mod openapi;
 mod path;
 mod push;
 mod queues;
 mod tokens;
 
 use crate::state::ControlPlane;
+use aqs_core::openapi::Routes;
 use axum::Router;
 use axum::middleware;
 use axum::routing::{delete, get, post, put};
 
+pub use openapi::document;
+
 pub fn router(state: ControlPlane) -> Router {
-    Router::new()
+    routes()
+        // Every route here needs PostgreSQL: while it is down they answer 503 without waiting.
+        .map(|router| router.layer(middleware::from_fn_with_state(state.clone(), crate::database::require_database)))
+        .merge(document_route())
+        .into_router()
+        .with_state(state)
+}
+
+/// The paths [`router`] serves, as its document must list them.
+pub fn served_paths() -> Vec<String> {
+    routes().merge(document_route()).paths().to_vec()
+}
+
+/// The document needs no database: it is served outside the layer that answers 503 without one.
+fn document_route() -> Routes<ControlPlane> {
+    Routes::new().route("/api/v1/openapi.json", get(openapi::serve))
+}
+
+fn routes() -> Routes<ControlPlane> {
+    Routes::new()
         .route("/api/v1/auth/signup", post(auth::signup))
         .route("/api/v1/auth/login", post(auth::login))
         .route("/api/v1/auth/me", get(auth::me))
@@ -54,7 +77,4 @@ pub fn router(state: ControlPlane) -> Router {
         .route("/api/v1/billing/budget", put(billing::budget))
         .route("/api/v1/billing/webhook", post(billing::webhook))
         .route("/api/v1/admin/billing", get(billing::admin_list))
-        // Every route here needs PostgreSQL: while it is down they answer 503 without waiting.
-        .layer(middleware::from_fn_with_state(state.clone(), crate::database::require_database))
-        .with_state(state)
 }

@@ -11,22 +11,30 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Serialize;
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct PushBody {
     push: PushTarget,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct Deliveries {
     deliveries: Vec<PushDelivery>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct CallbackUrls {
     callback_urls: Vec<String>,
 }
 
+aqs_core::errors!(SetErrors: "invalid_request", "unauthorized", "not_found", "conflict", "unsupported_media_type", "payload_too_large", "service_unavailable");
+
+aqs_core::errors!(SlugErrors: "unauthorized", "not_found", "conflict", "service_unavailable");
+
+aqs_core::errors!(MemberErrors: "unauthorized", "service_unavailable");
+
 /// 201 with the signing secret when push was off; 200 without it when it was on.
+#[utoipa::path(put, path = "/api/v1/queues/{slug}/push", operation_id = "push_set", tag = "push", params(("slug" = String, Path, description = "The queue's slug.")), request_body = PushInput,
+    responses((status = 201, body = PushSet, description = "Push is on, with the signing secret shown this once."), (status = 200, body = PushSet, description = "The target changed."), SetErrors), security(("session" = [])))]
 pub(super) async fn set(
     State(cp): State<ControlPlane>,
     member: AuthMember,
@@ -38,6 +46,8 @@ pub(super) async fn set(
     Ok((status, ApiJson(set)))
 }
 
+#[utoipa::path(get, path = "/api/v1/queues/{slug}/push", operation_id = "push_get", tag = "push", params(("slug" = String, Path, description = "The queue's slug.")),
+    responses((status = 200, body = PushBody, description = "The push target."), SlugErrors), security(("session" = [])))]
 pub(super) async fn get(
     State(cp): State<ControlPlane>,
     member: AuthMember,
@@ -46,6 +56,8 @@ pub(super) async fn get(
     Ok(ApiJson(PushBody { push: push::get(&cp, member.id(), &slug).await? }))
 }
 
+#[utoipa::path(delete, path = "/api/v1/queues/{slug}/push", operation_id = "push_stop", tag = "push", params(("slug" = String, Path, description = "The queue's slug.")),
+    responses((status = 204, description = "Push is off."), SlugErrors), security(("session" = [])))]
 pub(super) async fn stop(
     State(cp): State<ControlPlane>,
     member: AuthMember,
@@ -55,6 +67,8 @@ pub(super) async fn stop(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(post, path = "/api/v1/queues/{slug}/push/rotate-secret", operation_id = "push_rotate_secret", tag = "push", params(("slug" = String, Path, description = "The queue's slug.")),
+    responses((status = 200, body = PushSet, description = "The new signing secret, shown this once; the old one signs for 24 h more."), SlugErrors), security(("session" = [])))]
 pub(super) async fn rotate_secret(
     State(cp): State<ControlPlane>,
     member: AuthMember,
@@ -63,6 +77,8 @@ pub(super) async fn rotate_secret(
     Ok(ApiJson(push::rotate_secret(&cp, member.id(), &slug).await?))
 }
 
+#[utoipa::path(get, path = "/api/v1/queues/{slug}/push/deliveries", operation_id = "push_deliveries", tag = "push", params(("slug" = String, Path, description = "The queue's slug.")),
+    responses((status = 200, body = Deliveries, description = "The last 20 delivery outcomes."), SlugErrors), security(("session" = [])))]
 pub(super) async fn deliveries(
     State(cp): State<ControlPlane>,
     member: AuthMember,
@@ -71,6 +87,8 @@ pub(super) async fn deliveries(
     Ok(ApiJson(Deliveries { deliveries: push::deliveries(&cp, member.id(), &slug).await? }))
 }
 
+#[utoipa::path(get, path = "/api/v1/push/callback-urls", operation_id = "push_callback_urls", tag = "push",
+    responses((status = 200, body = CallbackUrls, description = "The handler URL prefixes an operator authorised."), MemberErrors), security(("session" = [])))]
 pub(super) async fn callback_urls(
     State(cp): State<ControlPlane>,
     member: AuthMember,

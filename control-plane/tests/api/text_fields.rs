@@ -70,3 +70,15 @@ async fn control_characters_in_names_searches_and_urls_are_400(db: PgPool) {
     let tokens = app.get(&ada, "/api/v1/queues/jobs/tokens").await.expect(200);
     assert_eq!(tokens["tokens"].as_array().unwrap().len(), 1, "only the queue's first token: {tokens}");
 }
+
+/// Found by the fuzzer (infra/test-api): the operators' billing list passed its `status` filter to
+/// PostgreSQL as it came, so a NUL in it was a 500.
+#[sqlx::test(migrations = "../migrations")]
+async fn control_characters_in_the_billing_status_filter_are_400(db: PgPool) {
+    let (app, operator) = app_with_operator(db).await;
+    for control in ["%00", "%0D%0A", "%7F"] {
+        let path = format!("/api/v1/admin/billing?status=past{control}due");
+        names_the_field(&app.get(&operator, &path).await.expect_error(400, "invalid_request"), "status");
+    }
+    app.get(&operator, "/api/v1/admin/billing?status=past_due").await.expect(200);
+}

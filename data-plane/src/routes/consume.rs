@@ -2,7 +2,7 @@
 
 use super::SMALL_BODY_LIMIT;
 use super::receipts::{Decoded, ReceiptFailure};
-use super::views::{attributes, base64};
+use super::views::{QueuePath, attributes, base64};
 use crate::QueueContext;
 use crate::body;
 use crate::engine::Class;
@@ -10,6 +10,7 @@ use crate::engine::NackResult;
 use crate::longpoll;
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
+use aqs_core::errors;
 use aqs_core::limits;
 use aqs_core::receipt::{Receipt, expiry_ms};
 use aqs_core::time::{now_ms, rfc3339};
@@ -18,27 +19,69 @@ use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::time::Duration;
+use utoipa::ToSchema;
 
 const MAX_MESSAGES_DEFAULT: u32 = 10;
 const NACK_DELAY_MAX_SECS: u64 = 43_200;
 const ERROR_MAX_BYTES: usize = 1024;
 
-#[derive(Deserialize)]
+/// Every field is optional; an empty body takes the defaults.
+#[derive(Deserialize, ToSchema)]
 pub struct ConsumeRequest {
+    /// How many messages at most, 1 to 100 (default 10).
+    #[schema(minimum = 1, maximum = 100)]
     max_messages: Option<u32>,
+    /// How long to wait for a first message, 0 to 20 s (default 0: answer at once).
+    #[schema(minimum = 0, maximum = 20)]
     max_wait_seconds: Option<u32>,
+    /// The lease, 1 s to 12 h (default the queue's visibility timeout).
+    #[schema(minimum = 1, maximum = 43200)]
     visibility_seconds: Option<u32>,
 }
 
+#[derive(Serialize, ToSchema)]
+pub struct ConsumeAnswer {
+    /// Possibly none, when nothing arrived within the wait.
+    pub messages: Vec<Delivery>,
+}
+
+/// One message under a lease, with the receipt that acknowledges, returns or extends it.
+#[derive(Serialize, ToSchema)]
+pub struct Delivery {
+    /// 32 lowercase hex characters, stable across redeliveries.
+    pub id: String,
+    /// Proof of this delivery: ack, nack and extend take it.
+    pub receipt: String,
+    /// The body, base64-encoded.
+    pub body_base64: String,
+    pub content_type: String,
+    /// The attributes the message was published with (`{}` for none).
+    #[schema(value_type = Object)]
+    pub attributes: Value,
+    /// Deliveries so far, this one included (1 on the first).
+    pub attempts: u32,
+    pub group_id: Option<String>,
+    #[schema(format = DateTime)]
+    pub published_at: String,
+}
+
+errors!(ConsumeErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "push_enabled",
+    "payload_too_large", "unsupported_media_type", "rate_limited", "service_unavailable");
+
+/// Receive a batch of messages, each hidden from other consumers for the lease (consume scope).
+#[utoipa::path(post, path = "/queue/v1/{slug}/consume", operation_id = "consume", tag = "consume", params(QueuePath),
+    request_body(content = ConsumeRequest, description = "May be empty: every field has a default."),
+    responses((status = 200, body = ConsumeAnswer, description = "The messages leased, possibly none."), ConsumeErrors),
+    security(("queue_token" = [])))]
 pub async fn consume(
     State(state): State<DataPlane>,
     ctx: QueueContext,
     headers: HeaderMap,
     raw: Body,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ConsumeAnswer>> {
     let charge = ctx.authorize(&state, &[Scope::Consume], Class::Messages)?;
     if state.auth.push_enabled(&mut state.engine.conn(), ctx.queue).await? {
         return Err(ApiError::PushEnabled(
@@ -74,9 +117,9 @@ pub async fn consume(
     let consumed =
         longpoll::consume(&state, charge, ctx.queue, max, lease_ms, Duration::from_secs(u64::from(wait))).await?;
     let expires_at_ms = expiry_ms(now_ms(), consumed.lease_ms);
-    let messages: Vec<Value> = consumed
+    let messages = consumed
         .deliveries
-        .iter()
+        .into_iter()
         .map(|d| {
             let receipt = Receipt {
                 queue: ctx.queue,
@@ -85,39 +128,69 @@ pub async fn consume(
                 delivery: d.attempts,
                 expires_at_ms,
             };
-            json!({
-                "id": d.message.to_string(),
-                "receipt": state.receipts.encode_with(&receipt, Some(d.hint)),
-                "body_base64": base64(&d.body),
-                "content_type": d.content_type,
-                "attributes": attributes(&d.attributes),
-                "attempts": d.attempts,
-                "group_id": d.group_id,
-                "published_at": rfc3339(d.published_at_ms),
-            })
+            Delivery {
+                id: d.message.to_string(),
+                receipt: state.receipts.encode_with(&receipt, Some(d.hint)),
+                body_base64: base64(&d.body),
+                content_type: d.content_type,
+                attributes: attributes(&d.attributes),
+                attempts: d.attempts,
+                group_id: d.group_id,
+                published_at: rfc3339(d.published_at_ms),
+            }
         })
         .collect();
-    Ok(Json(json!({ "messages": messages })))
+    Ok(Json(ConsumeAnswer { messages }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 pub struct AckRequest {
+    /// 1 to 100 receipts from consume (or extend).
+    #[schema(min_items = 1, max_items = 100)]
     receipts: Vec<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 pub struct NackRequest {
+    /// 1 to 100 receipts from consume (or extend).
+    #[schema(min_items = 1, max_items = 100)]
     receipts: Vec<String>,
+    /// When the messages become available again: 0 (default, at once) to 43200 s.
+    #[schema(minimum = 0, maximum = 43200)]
     delay_seconds: Option<u64>,
+    /// Why the work failed; kept (its first KiB) as the dead-letter reason if it was the last attempt.
     error: Option<String>,
 }
 
+#[derive(Serialize, ToSchema)]
+pub struct AckAnswer {
+    /// How many messages were acknowledged (and deleted).
+    pub acked: u32,
+    /// One per receipt that acknowledged nothing.
+    pub failed: Vec<ReceiptFailure>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct NackAnswer {
+    /// How many messages were returned (or dead-lettered, on their last attempt).
+    pub nacked: u32,
+    /// One per receipt that returned nothing.
+    pub failed: Vec<ReceiptFailure>,
+}
+
+errors!(ReceiptErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "payload_too_large",
+    "unsupported_media_type", "rate_limited", "service_unavailable");
+
+/// Acknowledge messages: done, delete them (consume scope). A stale receipt fails alone, per entry.
+#[utoipa::path(post, path = "/queue/v1/{slug}/ack", operation_id = "ack", tag = "consume", params(QueuePath), request_body = AckRequest,
+    responses((status = 200, body = AckAnswer, description = "What each receipt did."), ReceiptErrors),
+    security(("queue_token" = [])))]
 pub async fn ack(
     State(state): State<DataPlane>,
     ctx: QueueContext,
     headers: HeaderMap,
     raw: Body,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<AckAnswer>> {
     let charge = ctx.authorize(&state, &[Scope::Consume], Class::Messages)?;
     let request: AckRequest = body::parse(&body::read(&headers, raw, SMALL_BODY_LIMIT, false).await?)?;
     let decoded = Decoded::new(&state, &ctx, request.receipts)?;
@@ -131,15 +204,19 @@ pub async fn ack(
             failed.push(ReceiptFailure::lease_lost(text));
         }
     }
-    Ok(Json(json!({ "acked": acked, "failed": failed })))
+    Ok(Json(AckAnswer { acked, failed }))
 }
 
+/// Return messages for another attempt, at once or after a delay (consume scope).
+#[utoipa::path(post, path = "/queue/v1/{slug}/nack", operation_id = "nack", tag = "consume", params(QueuePath), request_body = NackRequest,
+    responses((status = 200, body = NackAnswer, description = "What each receipt did."), ReceiptErrors),
+    security(("queue_token" = [])))]
 pub async fn nack(
     State(state): State<DataPlane>,
     ctx: QueueContext,
     headers: HeaderMap,
     raw: Body,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<NackAnswer>> {
     let charge = ctx.authorize(&state, &[Scope::Consume], Class::Messages)?;
     let request: NackRequest = body::parse(&body::read(&headers, raw, SMALL_BODY_LIMIT, false).await?)?;
     let delay = request.delay_seconds.unwrap_or(0);
@@ -157,7 +234,7 @@ pub async fn nack(
             NackResult::LeaseLost => failed.push(ReceiptFailure::lease_lost(text)),
         }
     }
-    Ok(Json(json!({ "nacked": nacked, "failed": failed })))
+    Ok(Json(NackAnswer { nacked, failed }))
 }
 
 /// Cuts `text` to at most `max` bytes on a character boundary.

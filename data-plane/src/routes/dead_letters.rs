@@ -1,12 +1,13 @@
 //! `GET /dead-letters`, `POST /dead-letters/replay`, `POST /dead-letters/purge` (manage scope).
 
-use super::views::{base64, limit_param};
+use super::views::{LimitQuery, QueuePath, base64, limit_param};
 use crate::QueueContext;
 use crate::body;
 use crate::engine::Class;
 use crate::engine::{DeadLetter, REASON_FILTER_MAX, Selection};
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
+use aqs_core::errors;
 use aqs_core::ids::MessageId;
 use aqs_core::limits;
 use aqs_core::time::{now_ms, rfc3339};
@@ -15,14 +16,61 @@ use axum::Json;
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::HeaderMap;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
+#[derive(Serialize, ToSchema)]
+pub struct DeadLetterList {
+    pub dead_letters: Vec<DeadLetterView>,
+}
+
+/// A message that failed its last attempt, with why.
+#[derive(Serialize, ToSchema)]
+pub struct DeadLetterView {
+    pub id: String,
+    pub reason: String,
+    pub attempts: u32,
+    #[schema(format = DateTime)]
+    pub dead_at: String,
+    /// The body's first 256 bytes: text when they are UTF-8, else base64.
+    pub body_preview: String,
+    /// `utf8` or `base64`.
+    #[schema(value_type = String)]
+    pub body_preview_encoding: &'static str,
+    pub body_bytes: u64,
+    pub content_type: String,
+    #[schema(format = DateTime)]
+    pub published_at: String,
+    pub group_id: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ReplayedAnswer {
+    /// How many dead letters went back to the queue.
+    pub replayed: u64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct PurgedAnswer {
+    /// How many messages were deleted.
+    pub purged: u64,
+}
+
+errors!(ListErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "rate_limited",
+    "service_unavailable");
+
+errors!(ActionErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "payload_too_large",
+    "unsupported_media_type", "rate_limited", "service_unavailable");
+
+/// The dead letters, oldest first (manage scope).
+#[utoipa::path(get, path = "/queue/v1/{slug}/dead-letters", operation_id = "list_dead_letters", tag = "manage", params(QueuePath, LimitQuery),
+    responses((status = 200, body = DeadLetterList, description = "Up to `limit` dead letters."), ListErrors),
+    security(("queue_token" = [])))]
 pub async fn list(
     State(state): State<DataPlane>,
     ctx: QueueContext,
     RawQuery(query): RawQuery,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DeadLetterList>> {
     let charge = ctx.authorize(&state, &[Scope::Manage], Class::Reads)?;
     let limit = limit_param(query.as_deref())?;
     let letters = state
@@ -31,24 +79,23 @@ pub async fn list(
         .dead_letters(ctx.queue, limit)
         .await?
         .ok_or_else(|| ApiError::not_found("no such queue"))?;
-    let views: Vec<Value> = letters.iter().map(view).collect();
-    Ok(Json(json!({ "dead_letters": views })))
+    Ok(Json(DeadLetterList { dead_letters: letters.into_iter().map(view).collect() }))
 }
 
-fn view(letter: &DeadLetter) -> Value {
-    let (preview, encoding) = preview(&letter.body_preview);
-    json!({
-        "id": letter.id,
-        "reason": letter.reason,
-        "attempts": letter.attempts,
-        "dead_at": rfc3339(letter.dead_at_ms),
-        "body_preview": preview,
-        "body_preview_encoding": encoding,
-        "body_bytes": letter.body_bytes,
-        "content_type": letter.content_type,
-        "published_at": rfc3339(letter.published_at_ms),
-        "group_id": letter.group_id,
-    })
+fn view(letter: DeadLetter) -> DeadLetterView {
+    let (body_preview, body_preview_encoding) = preview(&letter.body_preview);
+    DeadLetterView {
+        id: letter.id,
+        reason: letter.reason,
+        attempts: letter.attempts,
+        dead_at: rfc3339(letter.dead_at_ms),
+        body_preview,
+        body_preview_encoding,
+        body_bytes: letter.body_bytes,
+        content_type: letter.content_type,
+        published_at: rfc3339(letter.published_at_ms),
+        group_id: letter.group_id,
+    }
 }
 
 /// The preview as text when it is UTF-8 (a character cut by the 256-byte limit is dropped),
@@ -63,36 +110,51 @@ fn preview(bytes: &[u8]) -> (String, &'static str) {
     }
 }
 
-#[derive(Deserialize)]
-struct SelectionRequest {
+/// Which dead letters: exactly one of `ids`, `reason` or `all: true`.
+#[derive(Deserialize, ToSchema)]
+pub struct SelectionRequest {
+    /// 1 to 100 message ids (32 lowercase hex characters).
+    #[schema(min_items = 1, max_items = 100)]
     ids: Option<Vec<String>>,
+    /// Every dead letter (`true` only).
     all: Option<bool>,
-    /// Every dead letter whose reason contains this text.
+    /// Every dead letter whose reason contains this text (1 to 1024 bytes).
+    #[schema(min_length = 1, max_length = 1024)]
     reason: Option<String>,
 }
 
+/// Put dead letters back on the queue with their attempts reset (manage scope).
+#[utoipa::path(post, path = "/queue/v1/{slug}/dead-letters/replay", operation_id = "replay_dead_letters", tag = "manage", params(QueuePath),
+    request_body = SelectionRequest,
+    responses((status = 200, body = ReplayedAnswer, description = "How many went back."), ActionErrors),
+    security(("queue_token" = [])))]
 pub async fn replay(
     State(state): State<DataPlane>,
     ctx: QueueContext,
     headers: HeaderMap,
     raw: Body,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ReplayedAnswer>> {
     let charge = ctx.authorize(&state, &[Scope::Manage], Class::Actions)?;
     let selection = selection(&headers, raw).await?;
     let replayed = state.engine.charged(charge).replay_dead_letters(ctx.queue, &selection).await?;
-    Ok(Json(json!({ "replayed": replayed })))
+    Ok(Json(ReplayedAnswer { replayed }))
 }
 
+/// Delete dead letters (manage scope).
+#[utoipa::path(post, path = "/queue/v1/{slug}/dead-letters/purge", operation_id = "purge_dead_letters", tag = "manage", params(QueuePath),
+    request_body = SelectionRequest,
+    responses((status = 200, body = PurgedAnswer, description = "How many were deleted."), ActionErrors),
+    security(("queue_token" = [])))]
 pub async fn purge(
     State(state): State<DataPlane>,
     ctx: QueueContext,
     headers: HeaderMap,
     raw: Body,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<PurgedAnswer>> {
     let charge = ctx.authorize(&state, &[Scope::Manage], Class::Actions)?;
     let selection = selection(&headers, raw).await?;
     let purged = state.engine.charged(charge).purge_dead_letters(ctx.queue, &selection, now_ms()).await?;
-    Ok(Json(json!({ "purged": purged })))
+    Ok(Json(PurgedAnswer { purged }))
 }
 
 /// `{"ids": [...]}` (1 to 100 message ids), `{"reason": "text"}` for every dead letter whose

@@ -4,11 +4,13 @@
 
 use super::SMALL_BODY_LIMIT;
 use super::receipts::{Decoded, ReceiptFailure};
+use super::views::QueuePath;
 use crate::QueueContext;
 use crate::body;
 use crate::engine::Class;
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
+use aqs_core::errors;
 use aqs_core::limits;
 use aqs_core::receipt::{Receipt, expiry_ms};
 use aqs_core::time::{now_ms, rfc3339};
@@ -18,14 +20,19 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 pub struct ExtendRequest {
+    /// 1 to 100 receipts from consume (or an earlier extend).
+    #[schema(min_items = 1, max_items = 100)]
     receipts: Vec<String>,
+    /// The new lease from now, 1 s to 12 h.
+    #[schema(minimum = 1, maximum = 43200)]
     visibility_seconds: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ExtendAnswer {
     /// One per extended lease, in the order of the request.
     pub extended: Vec<Extended>,
@@ -33,7 +40,7 @@ pub struct ExtendAnswer {
     pub failed: Vec<ReceiptFailure>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Extended {
     /// The receipt as sent.
     pub receipt: String,
@@ -41,9 +48,18 @@ pub struct Extended {
     /// acks until it expires.
     pub new_receipt: String,
     /// The new lease deadline: the message stays invisible until then.
+    #[schema(format = DateTime)]
     pub visible_at: String,
 }
 
+errors!(ExtendErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "payload_too_large",
+    "unsupported_media_type", "rate_limited", "service_unavailable");
+
+/// Keep leases: each named lease ends `visibility_seconds` from now (consume scope).
+#[utoipa::path(post, path = "/queue/v1/{slug}/extend", operation_id = "extend", tag = "consume", params(QueuePath),
+    request_body = ExtendRequest,
+    responses((status = 200, body = ExtendAnswer, description = "What each receipt did."), ExtendErrors),
+    security(("queue_token" = [])))]
 pub async fn extend(
     State(state): State<DataPlane>,
     ctx: QueueContext,

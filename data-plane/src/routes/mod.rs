@@ -1,4 +1,5 @@
-//! The HTTP surface: `/queue/v1/health` and the per-queue routes under `/queue/v1/{slug}`.
+//! The HTTP surface: `/queue/v1/health`, `/queue/v1/openapi.json` and the per-queue routes under
+//! `/queue/v1/{slug}`.
 //!
 //! Handlers take a [`QueueContext`](crate::QueueContext) (401/404 before anything else), check
 //! their scope first (403), and only then read the body. The token's rate budget is taken by the
@@ -9,12 +10,14 @@ mod consume;
 mod dead_letters;
 mod extend;
 mod health;
+mod openapi;
 mod publish;
 mod receipts;
 mod stats;
 pub(crate) mod views;
 
 use crate::state::DataPlane;
+use aqs_core::openapi::Routes;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::HeaderValue;
@@ -28,23 +31,37 @@ const SMALL_BODY_LIMIT: u64 = 256 * 1024;
 
 /// Every data-plane route, at its full path.
 pub fn router(state: DataPlane) -> Router {
-    Router::new().route("/queue/v1/health", get(health::health)).merge(routes_at("/queue/v1/{slug}")).with_state(state)
+    routes().into_router().with_state(state)
+}
+
+/// The paths [`router`] serves, as its document must list them.
+pub fn served_paths() -> Vec<String> {
+    routes().paths().to_vec()
+}
+
+pub use openapi::document;
+
+fn routes() -> Routes<DataPlane> {
+    Routes::new()
+        .route("/queue/v1/health", get(health::health))
+        .route("/queue/v1/openapi.json", get(openapi::serve))
+        .merge(routes_at("/queue/v1/{slug}"))
 }
 
 /// The per-queue routes relative to the queue's root. A custom host can serve them at `/` after
 /// inserting a [`PinnedQueue`](crate::PinnedQueue) extension.
 pub fn queue_routes() -> Router<DataPlane> {
-    routes_at("")
+    routes_at("").into_router()
 }
 
 /// The per-queue routes under `root`. The shared address registers them at their full paths
 /// rather than nesting a router: a nest rewrites every request's URI, which showed in the
 /// single-publish profile.
-fn routes_at(root: &str) -> Router<DataPlane> {
+fn routes_at(root: &str) -> Routes<DataPlane> {
     // Handlers read their bodies themselves, after the scope check, under their own limit (a
     // per-queue one for publishes; see body.rs), so axum's default limit is off.
     let at = |path: &str| format!("{root}{path}");
-    Router::new()
+    Routes::new()
         .route(&at("/messages"), post(publish::publish_one))
         .route(&at("/messages/batch"), post(publish::publish_batch))
         .route(&at("/consume"), post(consume::consume))
@@ -57,8 +74,12 @@ fn routes_at(root: &str) -> Router<DataPlane> {
         .route(&at("/dead-letters"), get(dead_letters::list))
         .route(&at("/dead-letters/replay"), post(dead_letters::replay))
         .route(&at("/dead-letters/purge"), post(dead_letters::purge))
-        .layer(DefaultBodyLimit::disable())
-        // Queue responses carry messages and receipts: never cached by anything in between. (A
-        // plain layer, not `middleware::map_response`, which boxes a future per request.)
-        .layer(SetResponseHeaderLayer::overriding(CACHE_CONTROL, HeaderValue::from_static("no-store")))
+        .map(|router| {
+            router
+                .layer(DefaultBodyLimit::disable())
+                // Queue responses carry messages and receipts: never cached by anything in
+                // between. (A plain layer, not `middleware::map_response`, which boxes a future
+                // per request.)
+                .layer(SetResponseHeaderLayer::overriding(CACHE_CONTROL, HeaderValue::from_static("no-store")))
+        })
 }

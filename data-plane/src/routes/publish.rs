@@ -7,11 +7,13 @@
 //!   applied to the decoded content (bodies plus attributes), while the JSON itself may be 4/3 of
 //!   that plus 64 KiB, so eight full-size base64 entries fit as the spec promises.
 
+use super::views::QueuePath;
 use crate::QueueContext;
 use crate::body;
 use crate::engine::{Charge, Class, NewMessage, PublishOutcome, Published};
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
+use aqs_core::errors;
 use aqs_core::limits::{self, KIB};
 use aqs_core::projection::QueueMeta;
 use aqs_core::time::{now_ms, rfc3339};
@@ -22,30 +24,76 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::sync::Arc;
+use utoipa::ToSchema;
 
-#[derive(Deserialize)]
+/// One message: exactly one of `body` and `body_base64`.
+#[derive(Deserialize, ToSchema)]
 pub struct PublishRequest<'a> {
+    /// The body as text.
     #[serde(borrow, default)]
+    #[schema(value_type = Option<String>)]
     body: Option<Cow<'a, str>>,
+    /// The body as standard base64, for bytes.
     #[serde(borrow, default)]
+    #[schema(value_type = Option<String>)]
     body_base64: Option<Cow<'a, str>>,
+    /// 1 to 256 bytes; default `application/json`.
     content_type: Option<String>,
+    /// A JSON object of at most 8 KiB serialised, handed to every consumer.
+    #[schema(value_type = Option<Object>)]
     attributes: Option<Value>,
+    /// Hold the message this long before it can be consumed, 0 to 604800 s (7 days).
+    #[schema(minimum = 0, maximum = 604800)]
     delay_seconds: Option<u64>,
+    /// Up to 256 bytes; messages of one group are delivered one at a time, in order.
     group_id: Option<String>,
+    /// 1 to 256 bytes: a publish with the key of a stored message answers that message.
     idempotency_key: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct BatchRequest<'a> {
+#[derive(Deserialize, ToSchema)]
+pub struct BatchRequest<'a> {
+    /// 1 to 100 messages.
     #[serde(borrow)]
+    #[schema(min_items = 1, max_items = 100)]
     messages: Vec<PublishRequest<'a>>,
 }
 
+/// A stored message (or, with `duplicate`, the earlier one its idempotency key named).
+#[derive(Debug, PartialEq, Serialize, ToSchema)]
+pub struct PublishedMessage {
+    pub id: String,
+    #[schema(format = DateTime)]
+    pub published_at: String,
+    /// When it can be consumed (after its delay).
+    #[schema(format = DateTime)]
+    pub available_at: String,
+    /// An earlier publish with the same idempotency key and payload: nothing new was stored.
+    pub duplicate: bool,
+}
+
+#[derive(Debug, PartialEq, Serialize, ToSchema)]
+pub struct PublishedBatch {
+    /// One per message, in the order of the request.
+    pub messages: Vec<PublishedMessage>,
+}
+
+errors!(PublishErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "idempotency_conflict",
+    "queue_paused", "payload_too_large", "unsupported_media_type", "rate_limited", "service_unavailable",
+    "storage_limit_reached");
+
+/// Publish one message (send scope).
+#[utoipa::path(post, path = "/queue/v1/{slug}/messages", operation_id = "publish", tag = "send", params(QueuePath),
+    request_body = PublishRequest,
+    responses(
+        (status = 201, body = PublishedMessage, description = "Stored."),
+        (status = 200, body = PublishedMessage, description = "A duplicate of a stored message: nothing new stored."),
+        PublishErrors),
+    security(("queue_token" = [])))]
 // Both publish handlers take the whole request rather than a `HeaderMap`, which axum would copy.
 pub async fn publish_one(State(state): State<DataPlane>, ctx: QueueContext, request: Request) -> ApiResult<Response> {
     let charge = ctx.authorize(&state, &[Scope::Send], Class::Messages)?;
@@ -54,12 +102,21 @@ pub async fn publish_one(State(state): State<DataPlane>, ctx: QueueContext, requ
     let bytes = body::read(&parts.headers, raw, 2 * meta.payload_limit + 64 * KIB, false).await?;
     let message = validate(body::parse(&bytes)?, &meta)?;
     let stored = store(&state, &ctx, charge, &[message]).await.map_err(unbatch)?;
-    if stored.len() != 1 {
-        return Err(anyhow::anyhow!("a single publish stored {} messages", stored.len()).into());
-    }
-    Ok(json_response(status_of(&stored), &stored, false))
+    let status = status_of(&stored);
+    let [published] = <[Published; 1]>::try_from(stored)
+        .map_err(|stored| anyhow::anyhow!("a single publish stored {} messages", stored.len()))?;
+    Ok(json_response(status, PublishedMessage::from(published).to_json()))
 }
 
+/// Publish up to 100 messages at once, all or none (send scope). An error about one entry names
+/// it in `index`.
+#[utoipa::path(post, path = "/queue/v1/{slug}/messages/batch", operation_id = "publish_batch", tag = "send", params(QueuePath),
+    request_body = BatchRequest,
+    responses(
+        (status = 201, body = PublishedBatch, description = "Stored."),
+        (status = 200, body = PublishedBatch, description = "Every entry a duplicate: nothing new stored."),
+        PublishErrors),
+    security(("queue_token" = [])))]
 pub async fn publish_batch(State(state): State<DataPlane>, ctx: QueueContext, request: Request) -> ApiResult<Response> {
     let charge = ctx.authorize(&state, &[Scope::Send], Class::Messages)?;
     let meta = queue_meta(&state, &ctx).await?;
@@ -83,7 +140,9 @@ pub async fn publish_batch(State(state): State<DataPlane>, ctx: QueueContext, re
         )));
     }
     let stored = store(&state, &ctx, charge, &messages).await?;
-    Ok(json_response(status_of(&stored), &stored, true))
+    let status = status_of(&stored);
+    let answer = PublishedBatch { messages: stored.into_iter().map(PublishedMessage::from).collect() };
+    Ok(json_response(status, answer.to_json()))
 }
 
 async fn queue_meta(state: &DataPlane, ctx: &QueueContext) -> ApiResult<Arc<QueueMeta>> {
@@ -205,34 +264,78 @@ fn status_of(published: &[Published]) -> StatusCode {
     if published.iter().all(|p| p.duplicate) { StatusCode::OK } else { StatusCode::CREATED }
 }
 
-/// A publish's answer, written by hand rather than through serde (which showed in the
-/// single-publish profile): every value is JSON as it stands, a hex id, RFC 3339 times, a boolean.
-fn json_response(status: StatusCode, published: &[Published], batch: bool) -> Response {
-    let mut body = String::with_capacity(24 + published.len() * 128);
-    if batch {
-        body.push_str(r#"{"messages":["#);
-    }
-    for (i, message) in published.iter().enumerate() {
-        if i > 0 {
-            body.push(',');
+impl From<Published> for PublishedMessage {
+    fn from(p: Published) -> Self {
+        Self {
+            published_at: rfc3339(p.published_at_ms),
+            available_at: rfc3339(p.available_at_ms),
+            id: p.id,
+            duplicate: p.duplicate,
         }
-        let published_at = rfc3339(message.published_at_ms);
-        let available_at = rfc3339(message.available_at_ms);
+    }
+}
+
+// A publish's answer is written by hand rather than through serde (which showed in the
+// single-publish profile): every value is JSON as it stands, a hex id, RFC 3339 times, a boolean.
+// The tests hold it to what serde writes.
+impl PublishedMessage {
+    fn write_json(&self, out: &mut String) {
         for part in [
             r#"{"id":""#,
-            &message.id,
+            &self.id,
             r#"","published_at":""#,
-            &published_at,
+            &self.published_at,
             r#"","available_at":""#,
-            &available_at,
+            &self.available_at,
             r#"","duplicate":"#,
-            if message.duplicate { "true}" } else { "false}" },
+            if self.duplicate { "true}" } else { "false}" },
         ] {
-            body.push_str(part);
+            out.push_str(part);
         }
     }
-    if batch {
-        body.push_str("]}");
+
+    fn to_json(&self) -> String {
+        let mut out = String::with_capacity(128);
+        self.write_json(&mut out);
+        out
     }
+}
+
+impl PublishedBatch {
+    fn to_json(&self) -> String {
+        let mut out = String::with_capacity(24 + self.messages.len() * 128);
+        out.push_str(r#"{"messages":["#);
+        for (i, message) in self.messages.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            message.write_json(&mut out);
+        }
+        out.push_str("]}");
+        out
+    }
+}
+
+fn json_response(status: StatusCode, body: String) -> Response {
     (status, [(CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hand_written_answers_are_what_serde_writes() {
+        let message = |duplicate| PublishedMessage {
+            id: "0123456789abcdef0123456789abcdef".into(),
+            published_at: rfc3339(1_700_000_000_123),
+            available_at: rfc3339(1_700_000_030_123),
+            duplicate,
+        };
+        let one = message(false);
+        assert_eq!(one.to_json(), serde_json::to_string(&one).unwrap());
+        let batch = PublishedBatch { messages: vec![message(true), message(false)] };
+        assert_eq!(batch.to_json(), serde_json::to_string(&batch).unwrap());
+        assert_eq!(PublishedBatch { messages: vec![] }.to_json(), r#"{"messages":[]}"#);
+    }
 }

@@ -10,10 +10,15 @@ use aqs_core::time::now_ms;
 use serde::Serialize;
 
 /// A receipt that did nothing, with why: `receipt_invalid` or `lease_lost`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ReceiptFailure {
+    /// The receipt as sent.
     pub receipt: String,
+    /// `receipt_invalid` (not one of ours, another queue's, or expired) or `lease_lost` (the
+    /// delivery is no longer current).
+    #[schema(value_type = String)]
     pub error: &'static str,
+    #[schema(value_type = String)]
     pub message: &'static str,
 }
 

@@ -5,6 +5,25 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
+/// The `{slug}` of every per-queue route.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+pub struct QueuePath {
+    /// The queue's slug (a custom host serves the same routes at `/`, without it).
+    slug: String,
+}
+
+/// `?limit=`: how many to list.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct LimitQuery {
+    /// 1 to 100, default 10.
+    #[param(minimum = 1, maximum = 100)]
+    limit: Option<u32>,
+}
+
 pub fn base64(bytes: &[u8]) -> String {
     STANDARD.encode(bytes)
 }
