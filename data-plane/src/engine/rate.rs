@@ -145,7 +145,7 @@ impl Engine {
     pub(super) fn settle(&self, reply: Value) -> ApiResult<Value> {
         let (granted, reply) = settle(reply)?;
         if let (Some(granted), Some(charge)) = (granted, &self.charge) {
-            self.slices.granted(charge.queue, charge.token, charge.class, charge.now_ms, granted);
+            self.slices.granted(charge, granted);
         }
         Ok(reply)
     }

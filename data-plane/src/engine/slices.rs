@@ -12,10 +12,12 @@
 //!
 //! A claim starts at one request, so a token that sends one request now and then is charged
 //! exactly as without slices. It doubles, up to [`MAX_CLAIM`], each time a slice is used up before
-//! it expires, and halves each time one expires first. Only the message class (1,000 a second)
+//! it expires, and halves each time one expires first. While a grown claim is on its way, the
+//! token's other requests on this replica claim one each, so a burst of concurrent requests does
+//! not grow the claim once per request. Only the message class (1,000 a second)
 //! has slices; the budgets counted per minute stay exact.
 
-use super::rate::Class;
+use super::rate::{Charge, Class};
 use aqs_core::ids::QueueId;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -29,7 +31,7 @@ pub const MAX_CLAIM: u32 = 32;
 const CAPACITY: usize = 100_000;
 
 /// What this replica holds of one token's budget.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Slice {
     /// Requests claimed and not yet admitted.
     left: u32,
@@ -37,6 +39,9 @@ struct Slice {
     until_ms: u64,
     /// The next claim's size.
     claim: u32,
+    /// While a claim of that size is on its way (ms): the token's other requests meanwhile claim
+    /// one each, as without slices, rather than each growing the claim again.
+    sizing_until_ms: u64,
 }
 
 /// How a request is to be admitted.
@@ -70,25 +75,42 @@ impl Slices {
             slice.left -= 1;
             return Admission::Held;
         }
-        // Here the slice is used up or expired: used up in time, the token is busy here.
-        slice.claim = if now_ms < slice.until_ms { (slice.claim * 2).min(MAX_CLAIM) } else { (slice.claim / 2).max(1) };
-        slice.left = 0;
+        if now_ms < slice.sizing_until_ms {
+            return Admission::Claim(1);
+        }
+        // The slice is used up or expired: used up in time, the token is busy here.
+        if now_ms < slice.until_ms {
+            slice.claim = (slice.claim * 2).min(MAX_CLAIM);
+        } else {
+            slice.claim = (slice.claim / 2).max(1);
+            slice.left = 0;
+        }
+        slice.sizing_until_ms = now_ms + LIFETIME_MS;
         Admission::Claim(slice.claim)
     }
 
-    /// Records that a claim made at `now_ms` was granted `granted` requests, one of which is the
-    /// claiming request's own.
-    pub fn granted(&self, queue: QueueId, token: Uuid, class: Class, now_ms: u64, granted: u32) {
-        if class != Class::Messages {
+    /// Records that `charge`'s claim was granted `granted` requests, one of which is the charged
+    /// request's own.
+    pub fn granted(&self, charge: &Charge, granted: u32) {
+        if charge.class != Class::Messages {
             return;
         }
+        let now_ms = charge.now_ms;
         let mut held = self.held.lock().expect("slices lock");
         if held.len() >= CAPACITY {
             held.retain(|_, slice| slice.until_ms > now_ms);
         }
-        let slice = held.entry((queue, token, class)).or_insert(Slice { left: 0, until_ms: 0, claim: 1 });
-        slice.left = granted.saturating_sub(1);
-        slice.until_ms = now_ms + LIFETIME_MS;
+        let slice =
+            held.entry((charge.queue, charge.token, charge.class)).or_insert(Slice { claim: 1, ..Slice::default() });
+        if now_ms >= slice.until_ms {
+            slice.left = 0;
+        }
+        // Grants of claims that were on their way together add up.
+        slice.left += granted.saturating_sub(1);
+        slice.until_ms = slice.until_ms.max(now_ms + LIFETIME_MS);
+        if charge.claim == slice.claim {
+            slice.sizing_until_ms = 0;
+        }
     }
 }
 
@@ -102,8 +124,13 @@ mod tests {
         Uuid::new_v4()
     }
 
-    /// Admits requests of `t` at `now_ms` until one must be charged, granting each claim in full.
-    /// Answers the claim size and how many were admitted from the slice before it.
+    /// Records a grant of `granted` to a claim of `claim` by `t` at `now_ms`.
+    fn grant(slices: &Slices, t: Uuid, class: Class, now_ms: u64, claim: u32, granted: u32) {
+        slices.granted(&Charge { claim, ..Charge::new(Q, t, class, now_ms) }, granted);
+    }
+
+    /// Admits requests of `t` at `now_ms` until one must be charged. Answers the claim size and
+    /// how many were admitted from the slice before it.
     fn run_until_claim(slices: &Slices, t: Uuid, now_ms: u64) -> (u32, u32) {
         let mut held = 0;
         loop {
@@ -120,7 +147,7 @@ mod tests {
         for i in 0..5 {
             let now = i * 1_000;
             assert_eq!(slices.admit(Q, t, Class::Messages, now), Admission::Claim(1));
-            slices.granted(Q, t, Class::Messages, now, 1);
+            grant(&slices, t, Class::Messages, now, 1, 1);
         }
     }
 
@@ -131,7 +158,7 @@ mod tests {
         let (mut claim, _) = run_until_claim(&slices, t, 0);
         for _ in 0..8 {
             claims.push(claim);
-            slices.granted(Q, t, Class::Messages, 0, claim);
+            grant(&slices, t, Class::Messages, 0, claim, claim);
             let (next, held) = run_until_claim(&slices, t, 1);
             assert_eq!(held, claim - 1, "every request claimed is admitted once");
             claim = next;
@@ -140,31 +167,48 @@ mod tests {
     }
 
     #[test]
-    fn a_slice_expires_and_the_next_claim_halves() {
+    fn requests_meanwhile_claim_one_each_and_their_grants_add_up() {
         let (slices, t) = (Slices::default(), token());
-        slices.granted(Q, t, Class::Messages, 0, 1);
-        assert_eq!(slices.admit(Q, t, Class::Messages, 1), Admission::Claim(2));
-        slices.granted(Q, t, Class::Messages, 1, 2);
-        assert_eq!(slices.admit(Q, t, Class::Messages, 1 + LIFETIME_MS), Admission::Claim(1), "expired unused");
+        grant(&slices, t, Class::Messages, 0, 1, 1);
+        let claims: Vec<_> = (0..4).map(|_| slices.admit(Q, t, Class::Messages, 1)).collect();
+        assert_eq!(claims, [Admission::Claim(2), Admission::Claim(1), Admission::Claim(1), Admission::Claim(1)]);
+        grant(&slices, t, Class::Messages, 1, 1, 1);
+        grant(&slices, t, Class::Messages, 1, 2, 2);
+        assert_eq!(run_until_claim(&slices, t, 2), (4, 1), "the sized claim's grant ended its sizing");
+        grant(&slices, t, Class::Messages, 1, 1, 1);
+        grant(&slices, t, Class::Messages, 1, 1, 1);
+        grant(&slices, t, Class::Messages, 2, 4, 3);
+        assert_eq!(run_until_claim(&slices, t, 3), (8, 2), "a partial grant holds only what was granted");
     }
 
     #[test]
-    fn a_partial_grant_holds_only_what_was_granted() {
+    fn a_slice_expires_and_the_next_claim_halves() {
         let (slices, t) = (Slices::default(), token());
-        slices.granted(Q, t, Class::Messages, 0, 1);
-        assert_eq!(slices.admit(Q, t, Class::Messages, 0), Admission::Claim(2));
-        slices.granted(Q, t, Class::Messages, 0, 1);
-        assert!(matches!(slices.admit(Q, t, Class::Messages, 0), Admission::Claim(_)));
+        grant(&slices, t, Class::Messages, 0, 1, 1);
+        assert_eq!(slices.admit(Q, t, Class::Messages, 1), Admission::Claim(2));
+        grant(&slices, t, Class::Messages, 1, 2, 2);
+        assert_eq!(slices.admit(Q, t, Class::Messages, 1 + LIFETIME_MS), Admission::Claim(1), "expired unused");
+        grant(&slices, t, Class::Messages, 1 + LIFETIME_MS, 1, 1);
+        assert_eq!(slices.admit(Q, t, Class::Messages, 2 + LIFETIME_MS), Admission::Claim(2), "its rest is gone");
+    }
+
+    #[test]
+    fn a_claim_that_never_came_back_stops_holding_the_size_after_its_lifetime() {
+        let (slices, t) = (Slices::default(), token());
+        grant(&slices, t, Class::Messages, 0, 1, 1);
+        assert_eq!(slices.admit(Q, t, Class::Messages, 1), Admission::Claim(2));
+        assert_eq!(slices.admit(Q, t, Class::Messages, 2), Admission::Claim(1));
+        assert_eq!(slices.admit(Q, t, Class::Messages, 1 + LIFETIME_MS), Admission::Claim(1), "halved");
     }
 
     #[test]
     fn per_minute_budgets_and_other_tokens_and_queues_have_no_slice() {
         let (slices, t) = (Slices::default(), token());
-        slices.granted(Q, t, Class::Messages, 0, 1);
+        grant(&slices, t, Class::Messages, 0, 1, 1);
         let _ = slices.admit(Q, t, Class::Messages, 0);
-        slices.granted(Q, t, Class::Messages, 0, 2);
+        grant(&slices, t, Class::Messages, 0, 2, 2);
         for class in [Class::Reads, Class::Actions] {
-            slices.granted(Q, t, class, 0, 5);
+            grant(&slices, t, class, 0, 5, 5);
             assert_eq!(slices.admit(Q, t, class, 0), Admission::Claim(1));
         }
         assert_eq!(slices.admit(Q, token(), Class::Messages, 0), Admission::Claim(1));

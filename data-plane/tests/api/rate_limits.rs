@@ -184,3 +184,21 @@ async fn slices_held_by_two_replicas_never_pass_the_budget() {
     let tat: u64 = redis::cmd("GET").arg(&bucket).query_async(&mut a.redis.clone()).await.unwrap();
     assert_eq!(tat, now + 1_000);
 }
+
+/// A burst of concurrent requests within the budget is admitted whole: while one grown claim is
+/// on its way, the token's other requests on this replica claim one each (an earlier version grew
+/// the claim once per request in flight and spent the budget on slices it then dropped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_concurrent_burst_within_the_budget_is_admitted_whole() {
+    let app = spawn_app().await;
+    let queue = app.queue().await;
+    let url = app.url(&queue, "/messages");
+    for round in 0..3 {
+        let bodies: Vec<Value> = (0..200).map(|i| json!({"body": format!("{round}-{i}")})).collect();
+        let calls = bodies.iter().map(|body| app.post(&queue.token, &url, body));
+        let results = futures_util::future::join_all(calls).await;
+        let refused: Vec<_> = results.iter().filter(|(status, _)| *status != StatusCode::CREATED).collect();
+        assert!(refused.is_empty(), "round {round}: {} of 200 not stored: {:?}", refused.len(), refused.first());
+    }
+    assert_eq!(app.stats(&queue).await["depth"]["total"], 600);
+}
