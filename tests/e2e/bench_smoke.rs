@@ -25,7 +25,9 @@ async fn every_bench_scenario_runs_against_the_service() {
     }
     // A row per peer and compared scenario, each with both sides' figures.
     for peer in ["rabbitmq", "jetstream"] {
-        for scenario in ["publish_single", "publish_batch_100", "consume_ack_100", "end_to_end_p99", "memory_per_message"] {
+        for scenario in
+            ["publish_single", "publish_batch_100", "consume_ack_100", "end_to_end_p99", "memory_per_message"]
+        {
             let expected = format!("{scenario}_vs_{peer}");
             let row = results.iter().find(|r| r.scenario == expected);
             let row = row.unwrap_or_else(|| panic!("row {expected} missing from {names:?}"));

@@ -17,7 +17,8 @@ pub struct Peer<'a> {
 }
 
 /// AQS's durability, printed beside each peer's.
-pub const AQS_SETTINGS: &str = "AQS: Redis AOF appendfsync everysec (acknowledged once written to the AOF; fsync each second)";
+pub const AQS_SETTINGS: &str =
+    "AQS: Redis AOF appendfsync everysec (acknowledged once written to the AOF; fsync each second)";
 
 pub fn rows(peer: &Peer, aqs: &SideFigures, theirs: &SideFigures, s: &Scale) -> Vec<ScenarioResult> {
     let key = peer.key;
@@ -37,7 +38,7 @@ pub fn rows(peer: &Peer, aqs: &SideFigures, theirs: &SideFigures, s: &Scale) -> 
         &format!("end_to_end_p99_vs_{key}"),
         aqs.end_to_end.map(|e| e.p99_ms),
         "ms (p99)",
-        &format!("{} at half its peak", peer.label),
+        &format!("{} at half its own peak", peer.label),
         theirs.end_to_end.map(|e| e.p99_ms),
     )
     .target(Target::RatioAtMost(1.0));

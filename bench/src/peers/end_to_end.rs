@@ -47,10 +47,8 @@ pub async fn run<P: Publisher, C: Consumer>(
     epoch();
     let received = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let consumers: Vec<_> = consumers
-        .into_iter()
-        .map(|c| tokio::spawn(consume(c, received.clone(), stop.clone())))
-        .collect();
+    let consumers: Vec<_> =
+        consumers.into_iter().map(|c| tokio::spawn(consume(c, received.clone(), stop.clone()))).collect();
 
     let schedule = Schedule::new(Instant::now() + Duration::from_millis(200), rate, duration);
     let (tx, rx) = mpsc::unbounded_channel::<Instant>();

@@ -28,6 +28,7 @@ impl Owned {
             .process_group(0)
             .spawn()
             .with_context(|| format!("cannot start {name} ({command:?})"))?;
+        register(child.id(), true);
         Ok(Self { name, child: Some(child) })
     }
 
@@ -63,12 +64,23 @@ impl Owned {
         if child.wait().is_err() {
             eprintln!("  - warning: could not reap {}", self.name);
         }
+        register(group, false);
     }
 }
 
 impl Drop for Owned {
     fn drop(&mut self) {
         self.stop(Duration::from_secs(2));
+    }
+}
+
+/// Adds or removes the file naming process group `group` in `$AQS_BENCH_PEER_GROUPS`.
+fn register(group: u32, running: bool) {
+    let Some(dir) = std::env::var_os("AQS_BENCH_PEER_GROUPS") else { return };
+    let path = Path::new(&dir).join(group.to_string());
+    let done = if running { std::fs::write(&path, "") } else { std::fs::remove_file(&path) };
+    if let Err(err) = done {
+        eprintln!("  - warning: {}: {err}", path.display());
     }
 }
 

@@ -104,7 +104,6 @@ impl Amqp {
     }
 }
 
-
 pub struct AmqpPublisher {
     channel: Channel,
     queue: ShortString,

@@ -115,8 +115,7 @@ fn log_tail(path: &std::path::Path) -> String {
 
 /// The version of the installed server, from its application folder's name.
 pub fn version() -> Option<String> {
-    std::fs::read_dir("/usr/lib/rabbitmq/lib").ok()?.find_map(|e| {
-        e.ok()?.file_name().to_str()?.strip_prefix("rabbitmq_server-").map(str::to_owned)
-    })
+    std::fs::read_dir("/usr/lib/rabbitmq/lib")
+        .ok()?
+        .find_map(|e| e.ok()?.file_name().to_str()?.strip_prefix("rabbitmq_server-").map(str::to_owned))
 }
-

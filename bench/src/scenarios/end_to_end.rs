@@ -1,4 +1,5 @@
-//! End-to-end latency, publish → consumer, open loop at half the single-publish peak: the AQS
+//! End-to-end latency, publish → consumer, open loop at half of AQS's end-to-end peak (the lower
+//! of its single-publish and consume + ack rates, `group::end_to_end_peak`): the AQS
 //! side of the comparison with each peer, through the same driver (`peers::end_to_end`). 64
 //! connections publish one message per request; consumers long-poll for up to 100 messages
 //! (`max_wait_seconds` 1) and ack each batch in one request.
@@ -29,10 +30,10 @@ async fn measure(ctx: &mut Ctx) -> anyhow::Result<Vec<ScenarioResult>> {
     let s = ctx.scale.clone();
     let conns = s.single_connections;
     let queue = ctx.queue("e2e", conns + s.consumers).await?;
-    let peak = match ctx.aqs.publish_single {
+    let peak = match group::end_to_end_peak(&ctx.aqs) {
         Some(peak) => peak,
         None => {
-            // Without the single-publish scenario in this run, measure the peak here.
+            // Without the single-publish and consume scenarios in this run, take the publish peak.
             progress(&format!("aqs: single-publish peak for the end-to-end rate, {conns} connections"));
             let window = Window::after(s.warmup, s.open_loop);
             let tally = drive::publish(publishers(ctx, &queue, conns).await?, vec![sample()], window).await;
@@ -45,12 +46,13 @@ async fn measure(ctx: &mut Ctx) -> anyhow::Result<Vec<ScenarioResult>> {
     let consumers = consumers(ctx, &queue, conns, s.consumers).await?;
     let publishers = publishers(ctx, &queue, conns).await?;
     let mut outcome = end_to_end::run(publishers, consumers, rate, s.open_loop).await?;
-    let figures = group::figures_of(&mut outcome, rate).with_context(|| format!("nothing arrived ({})", outcome.note()))?;
+    let figures =
+        group::figures_of(&mut outcome, rate).with_context(|| format!("nothing arrived ({})", outcome.note()))?;
     ctx.aqs.end_to_end = Some(figures);
     Ok(vec![
         ScenarioResult::new(SCENARIO, figures.p99_ms, "ms (p99)").latency(Some(figures.p50_ms), Some(figures.p99_ms)).note(
             format!(
-                "offered {rate:.0}/s (50% of the single-publish peak), {conns} publishing connections, {} consumers (100, long poll) acking per batch; latency from the scheduled time to receipt; {}",
+                "offered {rate:.0}/s (50% of the lower of the single-publish and consume + ack peaks), {conns} publishing connections, {} consumers (100, long poll) acking per batch; latency from the scheduled time to receipt; {}",
                 s.consumers,
                 outcome.note()
             ),
@@ -70,7 +72,12 @@ async fn publishers(ctx: &Ctx, queue: &BenchQueue, count: usize) -> anyhow::Resu
     Ok(out)
 }
 
-async fn consumers(ctx: &Ctx, queue: &BenchQueue, first_token: usize, count: usize) -> anyhow::Result<Vec<AqsConsumer>> {
+async fn consumers(
+    ctx: &Ctx,
+    queue: &BenchQueue,
+    first_token: usize,
+    count: usize,
+) -> anyhow::Result<Vec<AqsConsumer>> {
     let mut out = Vec::with_capacity(count);
     for i in first_token..first_token + count {
         out.push(AqsConsumer {
