@@ -58,6 +58,23 @@ pub fn rows(peer: &Peer, aqs: &SideFigures, theirs: &SideFigures, s: &Scale) -> 
         side(key, theirs.end_to_end)
     )));
 
+    if let Some(a) = aqs.end_to_end {
+        rows.push(
+            figure_row(
+                &format!("end_to_end_p99_same_rate_vs_{key}"),
+                Some(a.p99_ms),
+                "ms (p99)",
+                &format!("{} at AQS's rate", peer.label),
+                theirs.end_to_end_at_aqs_rate.map(|e| e.p99_ms),
+            )
+            .latency(Some(a.p50_ms), Some(a.p99_ms))
+            .note(format!(
+                "both sides offered the same load; for context; {}",
+                side(key, theirs.end_to_end_at_aqs_rate)
+            )),
+        );
+    }
+
     rows.push(
         figure_row(
             &format!("memory_per_message_vs_{key}"),
@@ -110,6 +127,7 @@ mod tests {
             publish_batch: Some(150_000.0),
             consume_ack: Some(45_000.0),
             end_to_end: Some(e2e(6.0)),
+            end_to_end_at_aqs_rate: None,
             memory_per_message: Some(170.0),
         };
         let theirs = SideFigures {
@@ -117,6 +135,7 @@ mod tests {
             publish_batch: Some(50_000.0),
             consume_ack: Some(60_000.0),
             end_to_end: Some(e2e(3.0)),
+            end_to_end_at_aqs_rate: Some(e2e(2.0)),
             memory_per_message: Some(340.0),
         };
         let rows = rows(&peer(), &aqs, &theirs, &Scale::full());
@@ -128,6 +147,8 @@ mod tests {
         let latency = by("end_to_end_p99_vs_rabbitmq");
         assert_eq!((latency.aqs, latency.baseline_value, latency.ratio), (Some(6.0), Some(3.0), Some(2.0)));
         assert_eq!(latency.met(), Some(false));
+        assert_eq!(by("end_to_end_p99_same_rate_vs_rabbitmq").ratio, Some(3.0));
+        assert_eq!(by("end_to_end_p99_same_rate_vs_rabbitmq").met(), None);
         assert_eq!(by("memory_per_message_vs_rabbitmq").ratio, Some(0.5));
         assert_eq!(by("publish_single_vs_rabbitmq").met(), None);
     }

@@ -34,7 +34,13 @@ pub trait Side {
 
 /// Runs every scenario on `side`; a failed scenario leaves its figure `None` and its error in
 /// the returned list, and the others still run.
-pub async fn run<S: Side>(side: &mut S, name: &str, scale: &Scale) -> (SideFigures, Vec<(String, anyhow::Error)>) {
+/// `aqs_rate` is the rate AQS's end-to-end run was offered, if it ran: the peer is run at it too.
+pub async fn run<S: Side>(
+    side: &mut S,
+    name: &str,
+    scale: &Scale,
+    aqs_rate: Option<f64>,
+) -> (SideFigures, Vec<(String, anyhow::Error)>) {
     let mut figures = SideFigures::default();
     let mut errors = Vec::new();
     let mut record = |scenario: &str, err: anyhow::Error| errors.push((scenario.to_owned(), err));
@@ -63,6 +69,12 @@ pub async fn run<S: Side>(side: &mut S, name: &str, scale: &Scale) -> (SideFigur
             Err(err) => record("end_to_end", err),
         },
         None => record("end_to_end", anyhow::anyhow!("no publish and consume peaks to take half of")),
+    }
+    if let Some(rate) = aqs_rate {
+        match latency(side, name, scale, rate).await {
+            Ok(e2e) => figures.end_to_end_at_aqs_rate = Some(e2e),
+            Err(err) => record("end_to_end_at_aqs_rate", err),
+        }
     }
     (figures, errors)
 }

@@ -18,7 +18,7 @@ pub async fn rabbitmq(ctx: &mut Ctx) -> Vec<ScenarioResult> {
         Ok(side) => side,
         Err(err) => return vec![ScenarioResult::failed("rabbitmq", "-", &err)],
     };
-    let (figures, errors) = group::run(&mut side, peer.key, &ctx.scale).await;
+    let (figures, errors) = group::run(&mut side, peer.key, &ctx.scale, ctx.aqs.end_to_end.map(|e| e.rate)).await;
     side.stop().await;
     progress("rabbitmq: stopped");
     let mut rows = compare::rows(&peer, &ctx.aqs, &figures, &ctx.scale);
@@ -37,7 +37,7 @@ pub async fn jetstream(ctx: &mut Ctx) -> Vec<ScenarioResult> {
         Ok(side) => side,
         Err(err) => return vec![ScenarioResult::failed("jetstream", "-", &err)],
     };
-    let (figures, errors) = group::run(&mut side, peer.key, &ctx.scale).await;
+    let (figures, errors) = group::run(&mut side, peer.key, &ctx.scale, ctx.aqs.end_to_end.map(|e| e.rate)).await;
     side.stop().await;
     progress("jetstream: stopped");
     let mut rows = compare::rows(&peer, &ctx.aqs, &figures, &ctx.scale);
