@@ -35,6 +35,13 @@ ensure_stores_installed() {
   command -v curl >/dev/null || apt_install curl ca-certificates
 }
 
+# ensure_peers_installed: RabbitMQ and NATS, which the benchmark (and its smoke test) runs on private
+# ports next to AQS. Only their binaries are used; a system service the packages start is left alone.
+ensure_peers_installed() {
+  [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || apt_install rabbitmq-server
+  command -v nats-server >/dev/null || apt_install nats-server
+}
+
 # free_port: prints a TCP port on 127.0.0.1 nobody listens on. Picked below the kernel's ephemeral
 # range (32768+), so an outgoing connection cannot take it between the check and the bind.
 free_port() {

@@ -145,24 +145,34 @@ pub struct Delivered {
 impl Delivered {
     /// The send time a timed message carries (see `timed_body`).
     pub fn sent_at(&self) -> Option<Instant> {
-        let body = base64::engine::general_purpose::STANDARD.decode(&self.body_base64).ok()?;
-        let text = std::str::from_utf8(&body).ok()?;
-        let micros: u64 = text.split("\"t\":").nth(1)?.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
-        Some(epoch() + Duration::from_micros(micros))
+        sent_at(&base64::engine::general_purpose::STANDARD.decode(&self.body_base64).ok()?)
     }
+}
+
+/// The send time a timed body carries (see `timed_body`), whichever queue delivered it.
+pub fn sent_at(body: &[u8]) -> Option<Instant> {
+    let text = std::str::from_utf8(body).ok()?;
+    let micros: u64 = text.split("\"t\":").nth(1)?.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
+    Some(epoch() + Duration::from_micros(micros))
 }
 
 /// The same object as `sample_body`, plus `t`: now, in microseconds since this process's epoch,
 /// so the receiver (in this process) can time the trip without a shared clock. Returns the body
 /// and the instant it names.
 pub fn timed_body() -> (String, Instant) {
-    let epoch = epoch();
     let sent = Instant::now();
-    let t = (sent - epoch).as_micros();
-    (format!(r#"{{"type":"resize","key":"avatars/42.png","t":{t},"pad":"{}"}}"#, "x".repeat(48)), sent)
+    (timed_body_at(sent), sent)
 }
 
-fn epoch() -> Instant {
+/// A timed body naming `at` (rounded down to the microsecond), e.g. an open-loop arrival's
+/// scheduled time. Its length does not depend on `at` beyond the digits of `t`.
+pub fn timed_body_at(at: Instant) -> String {
+    let t = at.saturating_duration_since(epoch()).as_micros();
+    format!(r#"{{"type":"resize","key":"avatars/42.png","t":{t},"pad":"{}"}}"#, "x".repeat(48))
+}
+
+/// The instant timed bodies count from; the first call fixes it.
+pub fn epoch() -> Instant {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     *EPOCH.get_or_init(Instant::now)
 }
@@ -181,6 +191,15 @@ mod tests {
         };
         let back = delivered.sent_at().unwrap();
         assert!(back <= sent && sent - back < Duration::from_micros(1));
+    }
+
+    #[test]
+    fn a_scheduled_time_survives_any_queue() {
+        let at = Instant::now() + Duration::from_millis(250);
+        let body = timed_body_at(at);
+        let back = sent_at(body.as_bytes()).unwrap();
+        assert!(back <= at && at - back < Duration::from_micros(1));
+        assert_eq!(sent_at(sample_body().as_bytes()), None);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! `aqs-bench`: the AQS load generator. It drives the real service over loopback with a lean
 //! HTTP/1.1 client and measures, in one run, each scenario of DESIGN.md's Performance section
 //! next to what it is compared with: a floor server (a bare axum route doing one EVALSHA, in
-//! `floor`) and BullMQ on the same Redis (its results are read from `bench.mjs`'s JSON lines).
+//! `floor`), BullMQ on the same Redis (its results are read from `bench.mjs`'s JSON lines), and
+//! RabbitMQ and NATS JetStream, each on a private server this process starts for its own
+//! scenarios and stops after (`peers`).
 //!
 //! `run` takes the service URL, the Redis URL and the aqs pid; it makes its own member and queues
 //! through `/api/v1`. `smoke` runs every scenario for about a second, for the end-to-end tests.
@@ -14,6 +16,7 @@ pub mod floor;
 pub mod latency;
 pub mod load;
 pub mod monitor;
+pub mod peers;
 pub mod proc_status;
 pub mod redis_stats;
 pub mod scale;
@@ -42,40 +45,61 @@ pub struct Options {
     /// BullMQ's results from this run; without them the BullMQ ratios are null.
     pub bullmq: Option<BullmqResults>,
     pub scale: Scale,
-    /// Run only these scenario groups (`publish_single`, `publish_batch`, `consume_ack`, `wakeup`,
-    /// `memory`, `idle_polls`); all when empty.
+    /// Run only these scenario groups (see `GROUPS`); all when empty.
     pub only: Vec<String>,
+}
+
+/// The scenario groups, in the order they run. The peer groups come last: they compare with the
+/// AQS figures of the same run.
+pub const GROUPS: [&str; 9] = [
+    "publish_single",
+    "publish_batch",
+    "consume_ack",
+    "wakeup",
+    "end_to_end",
+    "memory",
+    "idle_polls",
+    "rabbitmq",
+    "nats",
+];
+
+/// The AQS groups a peer group is compared with; `--only rabbitmq` runs them too.
+const COMPARED_WITH_PEERS: [&str; 5] = ["publish_single", "publish_batch", "consume_ack", "end_to_end", "memory"];
+
+/// Whether group `name` runs under `only` (every group when it is empty).
+pub fn wanted(only: &[String], name: &str) -> bool {
+    let named = |n: &str| only.iter().any(|o| o == n);
+    only.is_empty() || named(name) || (COMPARED_WITH_PEERS.contains(&name) && (named("rabbitmq") || named("nats")))
 }
 
 /// Runs every scenario in turn; a scenario that fails gives results with `error` set and the run
 /// goes on. Fails only if the bench cannot set itself up (no service, no sign-up).
 pub async fn run(options: &Options) -> anyhow::Result<Vec<ScenarioResult>> {
+    if let Some(unknown) = options.only.iter().find(|o| !GROUPS.contains(&o.as_str())) {
+        anyhow::bail!("unknown scenario group {unknown}; the groups are {}", GROUPS.join(", "));
+    }
     let mut ctx = scenarios::Ctx::new(options).await?;
-    let wanted = |name: &str| options.only.is_empty() || options.only.iter().any(|o| o == name);
     let mut results = Vec::new();
-    if wanted("publish_single") {
-        results.extend(scenarios::publish_single::run(&mut ctx).await);
-    }
-    if wanted("publish_batch") {
-        results.extend(scenarios::publish_batch::run(&mut ctx).await);
-    }
-    if wanted("consume_ack") {
-        results.extend(scenarios::consume_ack::run(&mut ctx).await);
-    }
-    if wanted("wakeup") {
-        results.extend(scenarios::wakeup::run(&mut ctx).await);
-    }
-    if wanted("memory") {
-        results.extend(scenarios::memory::run(&mut ctx).await);
-    }
-    if wanted("idle_polls") {
-        results.extend(scenarios::idle_polls::run(&mut ctx).await);
+    for group in GROUPS.iter().filter(|g| wanted(&options.only, g)) {
+        let rows = match *group {
+            "publish_single" => scenarios::publish_single::run(&mut ctx).await,
+            "publish_batch" => scenarios::publish_batch::run(&mut ctx).await,
+            "consume_ack" => scenarios::consume_ack::run(&mut ctx).await,
+            "wakeup" => scenarios::wakeup::run(&mut ctx).await,
+            "end_to_end" => scenarios::end_to_end::run(&mut ctx).await,
+            "memory" => scenarios::memory::run(&mut ctx).await,
+            "idle_polls" => scenarios::idle_polls::run(&mut ctx).await,
+            "rabbitmq" => scenarios::vs_peers::rabbitmq(&mut ctx).await,
+            "nats" => scenarios::vs_peers::jetstream(&mut ctx).await,
+            other => unreachable!("group {other} is in GROUPS but has no scenario"),
+        };
+        results.extend(rows);
     }
     Ok(results)
 }
 
-/// Every scenario except BullMQ, about a second each with small counts (200 idle long polls
-/// instead of 10,000), against a running `aqs serve` at `base_url` on `redis_url`. Starts its own
+/// Every scenario except BullMQ, RabbitMQ and JetStream included, about a second each with small
+/// counts (200 idle long polls instead of 10,000), against a running `aqs serve` at `base_url` on `redis_url`. Starts its own
 /// floor server in this process and makes its own member and queues. Fails if any scenario
 /// could not run; asserts nothing about timings.
 pub async fn smoke(base_url: &str, redis_url: &str, aqs_pid: u32) -> anyhow::Result<Vec<ScenarioResult>> {
@@ -107,4 +131,28 @@ pub async fn smoke(base_url: &str, redis_url: &str, aqs_pid: u32) -> anyhow::Res
         results.iter().filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.scenario))).collect();
     anyhow::ensure!(failed.is_empty(), "bench scenarios failed:\n{}", failed.join("\n"));
     Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn only(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    #[test]
+    fn every_group_runs_without_only() {
+        assert!(GROUPS.iter().all(|g| wanted(&[], g)));
+    }
+
+    #[test]
+    fn a_peer_group_brings_the_aqs_groups_it_compares_with() {
+        let o = only(&["nats"]);
+        let run: Vec<&str> = GROUPS.iter().copied().filter(|g| wanted(&o, g)).collect();
+        assert_eq!(run, ["publish_single", "publish_batch", "consume_ack", "end_to_end", "memory", "nats"]);
+        let o = only(&["wakeup", "memory"]);
+        let run: Vec<&str> = GROUPS.iter().copied().filter(|g| wanted(&o, g)).collect();
+        assert_eq!(run, ["wakeup", "memory"]);
+    }
 }

@@ -23,7 +23,8 @@ enum Command {
         redis: String,
     },
     /// What the end-to-end tests run (`aqs_bench::smoke`): every scenario but BullMQ for about a
-    /// second, with an in-process floor; fails if any scenario could not run.
+    /// second, with an in-process floor and private RabbitMQ and NATS servers; fails if any
+    /// scenario could not run.
     Smoke {
         #[arg(long)]
         url: String,
@@ -55,7 +56,8 @@ enum Command {
         #[arg(long)]
         smoke: bool,
         /// Run only these scenario groups (comma-separated): publish_single, publish_batch,
-        /// consume_ack, wakeup, memory, idle_polls.
+        /// consume_ack, wakeup, end_to_end, memory, idle_polls, rabbitmq, nats (a peer group also
+        /// runs the AQS groups it is compared with).
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,
         /// Tokio worker threads of the load generator; it shares the machine with the server.

@@ -29,6 +29,8 @@ pub struct ScenarioResult {
 pub enum Target {
     /// `ratio` at least this.
     RatioAtLeast(f64),
+    /// `ratio` at most this (for figures where lower is better: latency, memory).
+    RatioAtMost(f64),
     /// `aqs` at least this.
     AtLeast(f64),
     /// `aqs` at most this.
@@ -63,7 +65,7 @@ impl ScenarioResult {
     }
 
     /// Compares with a baseline measured in the same run; the ratio is `aqs / baseline` (higher
-    /// is better for every compared figure).
+    /// is better for rates; for latency and memory lower is, and their targets say so).
     pub fn compared(mut self, baseline: &str, value: Option<f64>) -> Self {
         self.baseline = Some(baseline.to_owned());
         self.baseline_value = value.map(round);
@@ -94,6 +96,7 @@ impl ScenarioResult {
     pub fn met(&self) -> Option<bool> {
         match self.target? {
             Target::RatioAtLeast(min) => self.ratio.map(|r| r >= min),
+            Target::RatioAtMost(max) => self.ratio.map(|r| r <= max),
             Target::AtLeast(min) => self.aqs.map(|v| v >= min),
             Target::AtMost(max) => self.aqs.map(|v| v <= max),
             Target::Latency { p50_ms, p99_ms } => {
@@ -116,6 +119,7 @@ impl Target {
     pub fn describe(&self) -> String {
         match *self {
             Target::RatioAtLeast(min) => format!("≥ {min}×"),
+            Target::RatioAtMost(max) => format!("≤ {max}×"),
             Target::AtLeast(min) => format!("≥ {min}"),
             Target::AtMost(max) => format!("≤ {max}"),
             Target::Latency { p50_ms: Some(p50), p99_ms } => format!("p50 ≤ {p50} ms, p99 ≤ {p99_ms} ms"),
@@ -161,6 +165,16 @@ mod tests {
         let slow = ScenarioResult::new("wake", 1.0, "ms").latency(Some(3.0), Some(9.0)).target(target);
         assert_eq!(ok.met(), Some(true));
         assert_eq!(slow.met(), Some(false));
+    }
+
+    #[test]
+    fn ratio_at_most_holds_lower_is_better_figures() {
+        let target = Target::RatioAtMost(1.0);
+        let faster = ScenarioResult::new("e2e", 4.0, "ms").compared("peer", Some(8.0)).target(target);
+        let slower = ScenarioResult::new("e2e", 9.0, "ms").compared("peer", Some(8.0)).target(target);
+        assert_eq!((faster.ratio, faster.met()), (Some(0.5), Some(true)));
+        assert_eq!(slower.met(), Some(false));
+        assert_eq!(target.describe(), "≤ 1×");
     }
 
     #[test]

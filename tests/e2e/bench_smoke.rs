@@ -1,5 +1,6 @@
-//! Every benchmark scenario for about a second against the real binary, so `infra/bench` cannot
-//! rot. It checks that each scenario ran and measured something, never how fast: timings on a
+//! Every benchmark scenario for about a second against the real binary, RabbitMQ and NATS
+//! JetStream included (each on a private server the bench starts and stops), so `infra/bench`
+//! cannot rot. It checks that each scenario ran and measured something, never how fast: timings on a
 //! shared machine are noise, and speed targets live in `infra/bench`.
 
 use crate::harness::{Redis, Server, fresh_database};
@@ -18,8 +19,20 @@ async fn every_bench_scenario_runs_against_the_service() {
         "memory_per_message",
         "idle_long_polls_held",
         "publish_single_open_loop",
+        "end_to_end",
     ] {
         assert!(names.contains(&expected), "scenario {expected} missing from {names:?}");
+    }
+    // A row per peer and compared scenario, each with both sides' figures.
+    for peer in ["rabbitmq", "jetstream"] {
+        for scenario in
+            ["publish_single", "publish_batch_100", "consume_ack_100", "end_to_end_p99", "memory_per_message"]
+        {
+            let expected = format!("{scenario}_vs_{peer}");
+            let row = results.iter().find(|r| r.scenario == expected);
+            let row = row.unwrap_or_else(|| panic!("row {expected} missing from {names:?}"));
+            assert!(row.baseline_value.is_some(), "{expected} has no {peer} figure: {row:?}");
+        }
     }
     for result in &results {
         assert!(result.error.is_none(), "{} failed: {:?}", result.scenario, result.error);

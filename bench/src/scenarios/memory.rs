@@ -49,6 +49,7 @@ async fn measure(ctx: &mut Ctx) -> anyhow::Result<Vec<ScenarioResult>> {
     let after = probe.used_memory().await?;
     let per_message = (after as f64 - before as f64) / n as f64;
     let overhead = per_message - body.len() as f64;
+    ctx.aqs.memory_per_message = Some(per_message);
     Ok(vec![ScenarioResult::new(SCENARIO, overhead, "B/msg over payload").target(Target::AtMost(200.0)).note(format!(
         "{n} ready messages of {} B: used_memory +{} B = {per_message:.1} B/msg",
         body.len(),

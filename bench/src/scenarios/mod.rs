@@ -3,18 +3,21 @@
 //! becomes a row with `error` set rather than stopping the run.
 
 pub mod consume_ack;
+pub mod end_to_end;
 pub mod idle_polls;
 pub mod memory;
 pub mod open_loop;
 pub mod publish_batch;
 pub mod publish_single;
 pub mod redis_cost;
+pub mod vs_peers;
 pub mod wakeup;
 
 use crate::Options;
 use crate::api::{BenchQueue, Tenancy};
 use crate::bullmq::BullmqResults;
 use crate::client::Target;
+use crate::peers::SideFigures;
 use crate::scale::Scale;
 
 pub struct Ctx {
@@ -27,6 +30,8 @@ pub struct Ctx {
     tenancy: Tenancy,
     /// Peak single-publish rate measured by `publish_single`, for the open-loop run.
     pub peak_single: Option<f64>,
+    /// AQS's figures from this run, for the rows that compare it with RabbitMQ and JetStream.
+    pub aqs: SideFigures,
 }
 
 impl Ctx {
@@ -46,6 +51,7 @@ impl Ctx {
             scale: options.scale.clone(),
             tenancy,
             peak_single: None,
+            aqs: SideFigures::default(),
         })
     }
 

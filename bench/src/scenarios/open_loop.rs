@@ -51,7 +51,7 @@ pub async fn run(target: &Target, calls: Vec<Call>, rate: f64, duration: Duratio
 }
 
 /// Releases every arrival when it falls due, sleeping in between.
-fn dispatch(schedule: Schedule, tx: mpsc::UnboundedSender<Instant>) {
+pub(crate) fn dispatch(schedule: Schedule, tx: mpsc::UnboundedSender<Instant>) {
     let mut released = 0;
     while released < schedule.count() {
         let due_now = schedule.due_by(Instant::now());

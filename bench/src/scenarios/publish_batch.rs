@@ -32,8 +32,10 @@ async fn measure(ctx: &mut Ctx) -> anyhow::Result<Vec<ScenarioResult>> {
     let (cost, process_usec) = meter.finish(tally.msgs_total, &share).await?;
     tally.ensure_progress("aqs batch publish")?;
     let (p50, p99) = tally.latencies.p50_p99_ms();
+    let rate = tally.msgs as f64 / window.seconds();
+    ctx.aqs.publish_batch = Some(rate);
     let mut rows = vec![
-        ScenarioResult::new(SCENARIO, tally.msgs as f64 / window.seconds(), "msgs/s")
+        ScenarioResult::new(SCENARIO, rate, "msgs/s")
             .compared("bullmq addBulk 100", ctx.bullmq("add_bulk_100"))
             .latency(p50, p99)
             .target(Target::RatioAtLeast(3.0))

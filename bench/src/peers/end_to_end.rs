@@ -1,0 +1,120 @@
+//! End-to-end latency, publish → consumer, open loop, the same for every side: arrivals fall due
+//! on a fixed schedule (see `schedule`), publishers take them in turn and publish a body naming
+//! the arrival's scheduled time, and consumers time each message from that scheduled time to
+//! its receipt (before the ack). A side that falls behind is charged for the wait of every
+//! message it kept waiting (no coordinated omission).
+
+use super::{Consumer, Publisher};
+use crate::api::{epoch, sent_at, timed_body_at};
+use crate::latency::Latencies;
+use crate::load::Tally;
+use crate::schedule::Schedule;
+use bytes::Bytes;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::{Mutex, mpsc};
+
+/// How long consumers may take to receive the last messages after the last publish.
+const DRAIN: Duration = Duration::from_secs(3);
+
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Publishes confirmed.
+    pub sent: u64,
+    /// Messages received (and timed) by the consumers.
+    pub received: u64,
+    pub latencies: Latencies,
+    /// Publish and consume errors.
+    pub errors: Tally,
+}
+
+impl Outcome {
+    /// `"; N sent, M received"` plus errors, for the note.
+    pub fn note(&self) -> String {
+        format!("{} sent, {} received{}", self.sent, self.received, self.errors.error_note())
+    }
+}
+
+/// Offers `rate` messages per second for `duration` through `publishers` (each takes the next
+/// due arrival when it is free) while `consumers` receive and ack.
+pub async fn run<P: Publisher, C: Consumer>(
+    publishers: Vec<P>,
+    consumers: Vec<C>,
+    rate: f64,
+    duration: Duration,
+) -> anyhow::Result<Outcome> {
+    epoch();
+    let received = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let consumers: Vec<_> =
+        consumers.into_iter().map(|c| tokio::spawn(consume(c, received.clone(), stop.clone()))).collect();
+
+    let schedule = Schedule::new(Instant::now() + Duration::from_millis(200), rate, duration);
+    let (tx, rx) = mpsc::unbounded_channel::<Instant>();
+    let dispatcher = std::thread::spawn(move || crate::scenarios::open_loop::dispatch(schedule, tx));
+    let arrivals = Arc::new(Mutex::new(rx));
+    let publishers: Vec<_> = publishers
+        .into_iter()
+        .map(|mut publisher| {
+            let arrivals = arrivals.clone();
+            tokio::spawn(async move {
+                let mut tally = Tally::default();
+                loop {
+                    let Some(due) = arrivals.lock().await.recv().await else { return tally };
+                    match publisher.publish(&[Bytes::from(timed_body_at(due))]).await {
+                        Ok(()) => tally.msgs += 1,
+                        Err(err) => tally.error(format!("publish: {err:#}")),
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut outcome = Outcome::default();
+    for p in publishers {
+        let tally = p.await?;
+        outcome.sent += tally.msgs;
+        outcome.errors.merge(Tally { msgs: 0, ..tally });
+    }
+    dispatcher.join().map_err(|_| anyhow::anyhow!("open-loop dispatcher panicked"))?;
+
+    let deadline = Instant::now() + DRAIN;
+    while received.load(Ordering::Relaxed) < outcome.sent && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for c in consumers {
+        let (latencies, errors) = c.await?;
+        outcome.latencies.merge(latencies);
+        outcome.errors.merge(errors);
+    }
+    outcome.received = received.load(Ordering::Relaxed);
+    Ok(outcome)
+}
+
+async fn consume<C: Consumer>(mut consumer: C, received: Arc<AtomicU64>, stop: Arc<AtomicBool>) -> (Latencies, Tally) {
+    let mut latencies = Latencies::new();
+    let mut errors = Tally::default();
+    while !stop.load(Ordering::Relaxed) {
+        match consumer.receive().await {
+            Ok(bodies) => {
+                let now = Instant::now();
+                for body in &bodies {
+                    match sent_at(body) {
+                        Some(due) => latencies.record(now.saturating_duration_since(due)),
+                        None => errors.error("a delivered body carries no send time"),
+                    }
+                }
+                received.fetch_add(bodies.len() as u64, Ordering::Relaxed);
+                if let Err(err) = consumer.ack().await {
+                    errors.error(format!("ack: {err:#}"));
+                }
+            }
+            Err(err) => {
+                errors.error(format!("receive: {err:#}"));
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+    (latencies, errors)
+}

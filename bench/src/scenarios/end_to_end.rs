@@ -1,0 +1,146 @@
+//! End-to-end latency, publish → consumer, open loop at half of AQS's end-to-end peak (the lower
+//! of its single-publish and consume + ack rates, `group::end_to_end_peak`): the AQS
+//! side of the comparison with each peer, through the same driver (`peers::end_to_end`). 64
+//! connections publish one message per request; consumers long-poll for up to 100 messages
+//! (`max_wait_seconds` 1) and ack each batch in one request.
+
+use super::{Ctx, progress};
+use crate::api::{BenchQueue, Consumed, ack_body};
+use crate::client::{Call, Conn};
+use crate::load::Window;
+use crate::peers::{Consumer, Publisher, drive, end_to_end, group};
+use crate::scenario_result::ScenarioResult;
+use anyhow::Context;
+use base64::Engine;
+use bytes::Bytes;
+use hyper::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+const SCENARIO: &str = "end_to_end";
+
+pub async fn run(ctx: &mut Ctx) -> Vec<ScenarioResult> {
+    match measure(ctx).await {
+        Ok(rows) => rows,
+        Err(err) => vec![ScenarioResult::failed(SCENARIO, "ms (p99)", &err)],
+    }
+}
+
+async fn measure(ctx: &mut Ctx) -> anyhow::Result<Vec<ScenarioResult>> {
+    let s = ctx.scale.clone();
+    let conns = s.single_connections;
+    let queue = ctx.queue("e2e", conns + s.consumers).await?;
+    let peak = match group::end_to_end_peak(&ctx.aqs) {
+        Some(peak) => peak,
+        None => {
+            // Without the single-publish and consume scenarios in this run, take the publish peak.
+            progress(&format!("aqs: single-publish peak for the end-to-end rate, {conns} connections"));
+            let window = Window::after(s.warmup, s.open_loop);
+            let tally = drive::publish(publishers(ctx, &queue, conns).await?, vec![sample()], window).await;
+            tally.ensure_progress("aqs single publish")?;
+            tally.msgs as f64 / window.seconds()
+        }
+    };
+    let rate = peak / 2.0;
+    progress(&format!("aqs: end to end at {rate:.0}/s, {:?}", s.open_loop));
+    let consumers = consumers(ctx, &queue, conns, s.consumers).await?;
+    let publishers = publishers(ctx, &queue, conns).await?;
+    let mut outcome = end_to_end::run(publishers, consumers, rate, s.open_loop).await?;
+    let figures =
+        group::figures_of(&mut outcome, rate).with_context(|| format!("nothing arrived ({})", outcome.note()))?;
+    ctx.aqs.end_to_end = Some(figures);
+    Ok(vec![
+        ScenarioResult::new(SCENARIO, figures.p99_ms, "ms (p99)").latency(Some(figures.p50_ms), Some(figures.p99_ms)).note(
+            format!(
+                "offered {rate:.0}/s (50% of the lower of the single-publish and consume + ack peaks), {conns} publishing connections, {} consumers (100, long poll) acking per batch; latency from the scheduled time to receipt; {}",
+                s.consumers,
+                outcome.note()
+            ),
+        ),
+    ])
+}
+
+fn sample() -> Bytes {
+    Bytes::from(crate::api::sample_body())
+}
+
+async fn publishers(ctx: &Ctx, queue: &BenchQueue, count: usize) -> anyhow::Result<Vec<AqsPublisher>> {
+    let mut out = Vec::with_capacity(count);
+    for i in 0..count {
+        out.push(AqsPublisher { conn: ctx.target.connect().await?, queue: queue.clone(), token: i });
+    }
+    Ok(out)
+}
+
+async fn consumers(
+    ctx: &Ctx,
+    queue: &BenchQueue,
+    first_token: usize,
+    count: usize,
+) -> anyhow::Result<Vec<AqsConsumer>> {
+    let mut out = Vec::with_capacity(count);
+    for i in first_token..first_token + count {
+        out.push(AqsConsumer {
+            conn: ctx.target.connect().await?,
+            consume: queue.consume(i, 100, 1)?,
+            ack: queue.ack(i)?,
+            receipts: Vec::new(),
+        });
+    }
+    Ok(out)
+}
+
+/// AQS's queue API as a `Publisher`: one request per message, or one batch request.
+pub struct AqsPublisher {
+    conn: Conn,
+    queue: BenchQueue,
+    token: usize,
+}
+
+impl Publisher for AqsPublisher {
+    async fn publish(&mut self, bodies: &[Bytes]) -> anyhow::Result<()> {
+        let text = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
+        let call = match bodies {
+            [one] => self.queue.publish(self.token, &text(one))?,
+            many => {
+                let messages: Vec<Value> = many.iter().map(|b| json!({ "body": text(b) })).collect();
+                self.queue.publish_batch(self.token, "", 0)?.with_body(json!({ "messages": messages }).to_string())
+            }
+        };
+        self.conn.expect(&call, StatusCode::CREATED).await?;
+        Ok(())
+    }
+}
+
+/// AQS's queue API as a `Consumer`: a long-poll consume of up to 100, then one ack request.
+pub struct AqsConsumer {
+    conn: Conn,
+    consume: Call,
+    ack: Call,
+    receipts: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Acked {
+    acked: u64,
+}
+
+impl Consumer for AqsConsumer {
+    async fn receive(&mut self) -> anyhow::Result<Vec<Bytes>> {
+        let answer = self.conn.expect(&self.consume, StatusCode::OK).await?;
+        let mut bodies = Vec::new();
+        for m in serde_json::from_slice::<Consumed>(&answer)?.messages {
+            bodies.push(Bytes::from(base64::engine::general_purpose::STANDARD.decode(&m.body_base64)?));
+            self.receipts.push(m.receipt);
+        }
+        Ok(bodies)
+    }
+
+    async fn ack(&mut self) -> anyhow::Result<u64> {
+        if self.receipts.is_empty() {
+            return Ok(0);
+        }
+        let call = self.ack.with_body(ack_body(&std::mem::take(&mut self.receipts)));
+        Ok(serde_json::from_slice::<Acked>(&self.conn.expect(&call, StatusCode::OK).await?)?.acked)
+    }
+}
