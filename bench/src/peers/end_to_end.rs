@@ -4,10 +4,10 @@
 //! its receipt (before the ack). A side that falls behind is charged for the wait of every
 //! message it kept waiting (no coordinated omission).
 
-use super::{Consumer, Publisher};
+use super::{Consumer, Publisher, drive};
 use crate::api::{epoch, sent_at, timed_body_at};
 use crate::latency::Latencies;
-use crate::load::Tally;
+use crate::load::{Tally, Window};
 use crate::schedule::Schedule;
 use bytes::Bytes;
 use std::sync::Arc;
@@ -90,6 +90,36 @@ pub async fn run<P: Publisher, C: Consumer>(
     }
     outcome.received = received.load(Ordering::Relaxed);
     Ok(outcome)
+}
+
+/// The most a side carries end to end: `publishers` publish one message per request back to
+/// back while `consumers` receive and ack; the messages received per second inside `window`. A
+/// backlog the publishers build up does not count, only what reached a consumer. The open-loop
+/// run offers half of it.
+pub async fn peak<P: Publisher, C: Consumer>(
+    publishers: Vec<P>,
+    consumers: Vec<C>,
+    window: Window,
+) -> anyhow::Result<f64> {
+    epoch();
+    let received = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let consumers: Vec<_> =
+        consumers.into_iter().map(|c| tokio::spawn(consume(c, received.clone(), stop.clone()))).collect();
+    let body = vec![Bytes::from(timed_body_at(Instant::now()))];
+    let publishing = tokio::spawn(drive::publish(publishers, body, window));
+    tokio::time::sleep_until(window.measure_from.into()).await;
+    let from = received.load(Ordering::Relaxed);
+    tokio::time::sleep_until(window.end.into()).await;
+    let to = received.load(Ordering::Relaxed);
+    stop.store(true, Ordering::Relaxed);
+    publishing.await?.ensure_progress("end-to-end peak: publish")?;
+    let mut errors = Tally::default();
+    for c in consumers {
+        errors.merge(c.await?.1);
+    }
+    anyhow::ensure!(to > from, "end-to-end peak: nothing was received{}", errors.error_note());
+    Ok((to - from) as f64 / window.seconds())
 }
 
 async fn consume<C: Consumer>(mut consumer: C, received: Arc<AtomicU64>, stop: Arc<AtomicBool>) -> (Latencies, Tally) {

@@ -63,12 +63,12 @@ pub async fn run<S: Side>(
         Ok(rate) => figures.consume_ack = Some(rate),
         Err(err) => record("consume_ack_100", err),
     }
-    match end_to_end_peak(&figures) {
-        Some(peak) => match latency(side, name, scale, peak / 2.0).await {
+    match end_to_end_peak(side, name, scale).await {
+        Ok(peak) => match latency(side, name, scale, peak / 2.0).await {
             Ok(e2e) => figures.end_to_end = Some(e2e),
             Err(err) => record("end_to_end", err),
         },
-        None => record("end_to_end", anyhow::anyhow!("no publish and consume peaks to take half of")),
+        Err(err) => record("end_to_end", err),
     }
     if let Some(rate) = aqs_rate {
         match latency(side, name, scale, rate).await {
@@ -79,10 +79,19 @@ pub async fn run<S: Side>(
     (figures, errors)
 }
 
-/// The most a side can carry end to end: a message is published one per request and consumed,
-/// so the lower of its single-publish and consume + ack rates. The end-to-end run offers half.
-pub fn end_to_end_peak(figures: &SideFigures) -> Option<f64> {
-    Some(figures.publish_single?.min(figures.consume_ack?))
+/// The side's end-to-end peak (`end_to_end::peak`), with the end-to-end run's publishers and
+/// consumers, on a fresh queue.
+async fn end_to_end_peak<S: Side>(side: &mut S, name: &str, scale: &Scale) -> anyhow::Result<f64> {
+    let queue = side.queue("e2e-peak").await?;
+    progress(&format!("{name}: end-to-end peak, publishing back to back while consuming, {:?}", scale.open_loop));
+    let result = async {
+        let publishers = side.publishers(&queue, scale.single_connections).await?;
+        let consumers = side.consumers(&queue, scale.consumers).await?;
+        end_to_end::peak(publishers, consumers, Window::after(scale.warmup, scale.open_loop)).await
+    }
+    .await;
+    side.finish(&queue).await;
+    result
 }
 
 fn bodies(count: usize) -> Vec<Bytes> {
@@ -178,18 +187,4 @@ async fn memory<S: Side>(side: &mut S, name: &str, count: usize) -> anyhow::Resu
     .await;
     side.finish(&queue).await;
     result
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_end_to_end_peak_is_the_narrower_of_publish_and_consume() {
-        let f = SideFigures { publish_single: Some(110_000.0), consume_ack: Some(78_000.0), ..SideFigures::default() };
-        assert_eq!(end_to_end_peak(&f), Some(78_000.0));
-        let f = SideFigures { publish_single: Some(20_000.0), consume_ack: Some(56_000.0), ..SideFigures::default() };
-        assert_eq!(end_to_end_peak(&f), Some(20_000.0));
-        assert_eq!(end_to_end_peak(&SideFigures { consume_ack: Some(1.0), ..SideFigures::default() }), None);
-    }
 }

@@ -49,7 +49,7 @@ pub struct SideFigures {
     pub publish_batch: Option<f64>,
     /// msgs/s consumed and acknowledged with the depth flat.
     pub consume_ack: Option<f64>,
-    /// End-to-end latency at half the side's own end-to-end peak (`group::end_to_end_peak`).
+    /// End-to-end latency at half the side's own end-to-end peak (`end_to_end::peak`).
     pub end_to_end: Option<EndToEnd>,
     /// A peer's end-to-end latency at the rate AQS was offered, for a comparison at equal load
     /// (always `None` for AQS itself).

@@ -1,5 +1,5 @@
-//! End-to-end latency, publish → consumer, open loop at half of AQS's end-to-end peak (the lower
-//! of its single-publish and consume + ack rates, `group::end_to_end_peak`): the AQS
+//! End-to-end latency, publish → consumer, open loop at half of AQS's end-to-end peak (measured
+//! first, publishing back to back while consuming: `end_to_end::peak`): the AQS
 //! side of the comparison with each peer, through the same driver (`peers::end_to_end`). 64
 //! connections publish one message per request; consumers long-poll for up to 100 messages
 //! (`max_wait_seconds` 1) and ack each batch in one request.
@@ -8,7 +8,7 @@ use super::{Ctx, progress};
 use crate::api::{BenchQueue, Consumed, ack_body};
 use crate::client::{Call, Conn};
 use crate::load::Window;
-use crate::peers::{Consumer, Publisher, drive, end_to_end, group};
+use crate::peers::{Consumer, Publisher, end_to_end, group};
 use crate::scenario_result::ScenarioResult;
 use anyhow::Context;
 use base64::Engine;
@@ -30,17 +30,14 @@ async fn measure(ctx: &mut Ctx) -> anyhow::Result<Vec<ScenarioResult>> {
     let s = ctx.scale.clone();
     let conns = s.single_connections;
     let queue = ctx.queue("e2e", conns + s.consumers).await?;
-    let peak = match group::end_to_end_peak(&ctx.aqs) {
-        Some(peak) => peak,
-        None => {
-            // Without the single-publish and consume scenarios in this run, take the publish peak.
-            progress(&format!("aqs: single-publish peak for the end-to-end rate, {conns} connections"));
-            let window = Window::after(s.warmup, s.open_loop);
-            let tally = drive::publish(publishers(ctx, &queue, conns).await?, vec![sample()], window).await;
-            tally.ensure_progress("aqs single publish")?;
-            tally.msgs as f64 / window.seconds()
-        }
-    };
+    let peak_queue = ctx.queue("e2e-peak", conns + s.consumers).await?;
+    progress(&format!("aqs: end-to-end peak, publishing back to back while consuming, {:?}", s.open_loop));
+    let peak = end_to_end::peak(
+        publishers(ctx, &peak_queue, conns).await?,
+        consumers(ctx, &peak_queue, conns, s.consumers).await?,
+        Window::after(s.warmup, s.open_loop),
+    )
+    .await?;
     let rate = peak / 2.0;
     progress(&format!("aqs: end to end at {rate:.0}/s, {:?}", s.open_loop));
     let consumers = consumers(ctx, &queue, conns, s.consumers).await?;
@@ -52,16 +49,12 @@ async fn measure(ctx: &mut Ctx) -> anyhow::Result<Vec<ScenarioResult>> {
     Ok(vec![
         ScenarioResult::new(SCENARIO, figures.p99_ms, "ms (p99)").latency(Some(figures.p50_ms), Some(figures.p99_ms)).note(
             format!(
-                "offered {rate:.0}/s (50% of the lower of the single-publish and consume + ack peaks), {conns} publishing connections, {} consumers (100, long poll) acking per batch; latency from the scheduled time to receipt; {}",
+                "offered {rate:.0}/s (50% of the end-to-end peak, {peak:.0}/s, measured publishing back to back while consuming), {conns} publishing connections, {} consumers (100, long poll) acking per batch; latency from the scheduled time to receipt; {}",
                 s.consumers,
                 outcome.note()
             ),
         ),
     ])
-}
-
-fn sample() -> Bytes {
-    Bytes::from(crate::api::sample_body())
 }
 
 async fn publishers(ctx: &Ctx, queue: &BenchQueue, count: usize) -> anyhow::Result<Vec<AqsPublisher>> {
