@@ -25,6 +25,8 @@ pub struct Tenancy {
     conn: Conn,
     session: HeaderValue,
     queues_made: usize,
+    /// The queues made since the last `delete_made`, with their member's session.
+    undeleted: Vec<(HeaderValue, String)>,
 }
 
 /// A queue made for one scenario, with its paths and tokens.
@@ -42,7 +44,7 @@ impl Tenancy {
     pub async fn new(target: &Target) -> anyhow::Result<Self> {
         let mut conn = target.connect().await?;
         let session = sign_up(&mut conn).await?;
-        Ok(Self { conn, session, queues_made: 0 })
+        Ok(Self { conn, session, queues_made: 0, undeleted: Vec::new() })
     }
 
     /// A fresh queue named after `name`, with `tokens` tokens (the first comes with the queue).
@@ -68,7 +70,20 @@ impl Tenancy {
             secrets.push(bearer(secret)?);
             raw.push(secret.to_owned());
         }
+        self.undeleted.push((self.session.clone(), slug.clone()));
         Ok(BenchQueue { slug, tokens: secrets, secrets: raw })
+    }
+
+    /// Deletes every queue made since the last call, with its messages, so that one scenario's
+    /// stored messages do not weigh on the next (Redis's memory, the forks of its AOF rewrites),
+    /// as each peer's scenarios delete their queues.
+    pub async fn delete_made(&mut self) -> anyhow::Result<()> {
+        for (session, slug) in std::mem::take(&mut self.undeleted) {
+            let mut call = Call::get(&format!("/api/v1/queues/{slug}"), Some(&session))?;
+            call.method = hyper::Method::DELETE;
+            self.conn.expect(&call, StatusCode::NO_CONTENT).await?;
+        }
+        Ok(())
     }
 }
 

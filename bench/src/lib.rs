@@ -94,6 +94,9 @@ pub async fn run(options: &Options) -> anyhow::Result<Vec<ScenarioResult>> {
             other => unreachable!("group {other} is in GROUPS but has no scenario"),
         };
         results.extend(rows);
+        if let Err(err) = ctx.delete_queues().await {
+            scenarios::progress(&format!("could not delete the {group} queues: {err:#}"));
+        }
     }
     Ok(results)
 }

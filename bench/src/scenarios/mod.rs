@@ -60,6 +60,11 @@ impl Ctx {
         self.tenancy.queue(name, tokens).await
     }
 
+    /// Deletes the queues the last scenarios made (`Tenancy::delete_made`).
+    pub async fn delete_queues(&mut self) -> anyhow::Result<()> {
+        self.tenancy.delete_made().await
+    }
+
     pub fn bullmq(&self, scenario: &str) -> Option<f64> {
         self.bullmq.as_ref().and_then(|b| b.get(scenario))
     }
