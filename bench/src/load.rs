@@ -131,6 +131,11 @@ pub async fn closed_loop(
             })
         })
         .collect();
+    join(workers).await
+}
+
+/// Every worker's tally, merged; a worker that panicked counts as an error.
+pub async fn join(workers: Vec<tokio::task::JoinHandle<Tally>>) -> Tally {
     let mut total = Tally::default();
     for worker in workers {
         match worker.await {

@@ -5,7 +5,7 @@
 //! started and finished inside the measured window counts.
 
 use super::{Consumer, Publisher};
-use crate::load::{Tally, Window};
+use crate::load::{Tally, Window, join};
 use bytes::Bytes;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -161,15 +161,4 @@ async fn consume<C: Consumer>(mut consumer: C, depth: Arc<Depth>, window: Window
         }
     }
     tally
-}
-
-async fn join(workers: Vec<tokio::task::JoinHandle<Tally>>) -> Tally {
-    let mut total = Tally::default();
-    for worker in workers {
-        match worker.await {
-            Ok(tally) => total.merge(tally),
-            Err(err) => total.error(format!("worker panicked: {err}")),
-        }
-    }
-    total
 }
