@@ -2,6 +2,7 @@
 //! that tests (through `aqs-testkit`) run the very server production runs.
 
 mod framing;
+pub mod health;
 pub mod metrics;
 pub mod request_id;
 pub mod serve;

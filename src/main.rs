@@ -20,6 +20,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve HTTP: the data plane, control plane and console (or the roles given).
+    #[command(after_help = aqs_core::settings::help())]
     Serve {
         /// Comma-separated roles to run: data, control, console. Overrides AQS_ROLES.
         #[arg(long)]
@@ -44,7 +45,10 @@ enum AdminCommand {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let mut config = aqs_core::config::Config::load()?;
-    serve::init_tracing(&config.log);
+    serve::init_tracing(&config.log)?;
+    for warning in &config.warnings {
+        tracing::warn!("{warning}");
+    }
     match cli.command {
         Command::Serve { roles } => {
             if let Some(roles) = roles {

@@ -4,9 +4,9 @@
 use anyhow::Context;
 use aqs_core::ApiError;
 use aqs_core::config::{Config, Role};
-use aqs_core::keys::Keys;
 use aqs_core::metrics::http::HttpMetricsLayer;
-use aqs_core::redis_conn;
+use crate::health::Health;
+use aqs_core::redis_conn::{self, RedisOptions};
 use axum::Router;
 use axum::handler::Handler;
 use hyper_util::rt::TokioIo;
@@ -19,9 +19,16 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub fn init_tracing(filter: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| "info".into());
-    tracing_subscriber::fmt().with_env_filter(filter).with_target(false).init();
+/// Logs to standard output with `filter` (`AQS_LOG`, refused when it does not parse), coloured
+/// only on a terminal and without `NO_COLOR`, so that a log file or journal gets plain text.
+pub fn init_tracing(filter: &str) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    let filter = tracing_subscriber::EnvFilter::builder()
+        .parse(filter)
+        .map_err(|err| anyhow::anyhow!("invalid setting AQS_LOG {filter:?}: {err}"))?;
+    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    tracing_subscriber::fmt().with_env_filter(filter).with_target(false).with_ansi(colour).init();
+    Ok(())
 }
 
 /// How long a request waits for a PostgreSQL connection before its 503: short, so that an outage
@@ -69,8 +76,9 @@ pub async fn run(
         tracing::info!(addr = %listener.local_addr()?, "metrics at /metrics");
         background.push(crate::metrics::spawn(listener, handle, cancel.clone()));
     }
-    let mut redis = redis_conn::connect(&config.redis_urls()).await?;
+    let mut redis = redis_conn::open(&RedisOptions::from_config(&config)).await?;
     let mut app = Router::new();
+    let mut control_plane = None;
 
     let data_plane = if config.runs(Role::Data) {
         redis_conn::check_durability(&mut redis).await?;
@@ -88,6 +96,7 @@ pub async fn run(
         // the watcher reaches it. The control role rebuilds the projection before serving them, so
         // that a Redis that lost it (or missed a change while unreachable) is repaired first.
         background.push(control.watch_database(config.runs(Role::Control), cancel.clone()).await);
+        control_plane = Some(control.clone());
         if config.runs(Role::Control) {
             background.extend(aqs_control_plane::spawn_background(&control, cancel.clone()));
             app = app.merge(aqs_control_plane::router(control.clone()));
@@ -97,11 +106,14 @@ pub async fn run(
             // The console reads messages through the engine alone: no data plane of its own.
             let engine = match &data_plane {
                 Some(dp) => dp.engine.clone(),
-                None => aqs_data_plane::engine::Engine::new(redis.clone(), Keys::new(&config.redis_namespace)),
+                None => aqs_data_plane::engine::Engine::from_config(redis.clone(), &config),
             };
             app = app.merge(aqs_console::router(&config, control, engine));
         }
     }
+
+    let health = Health::new(&config.roles()?, redis.clone(), control_plane);
+    let app = app.merge(health.router());
 
     // Unknown paths and methods answer in the API's error format too, not with an empty body.
     let app = aqs_core::metrics::http::measured(app)
@@ -128,6 +140,7 @@ pub async fn run(
 
     let addr = listener.local_addr()?;
     tracing::info!(%addr, roles = %config.roles, "aqs serving");
+    let shutdown = drain_first(shutdown, health, Duration::from_secs(config.shutdown_drain_seconds));
     serve_http(listener, app, shutdown, cancel.clone()).await;
     cancel.cancel();
     for task in background {
@@ -144,6 +157,17 @@ pub async fn run(
     }
     tracing::info!("aqs stopped");
     Ok(())
+}
+
+/// `shutdown`, then `drain` with `/readyz` answering 503 while every request is still served, so
+/// that a load balancer checking it stops sending here before the listeners close.
+async fn drain_first(shutdown: impl Future<Output = ()> + Send + 'static, health: Health, drain: Duration) {
+    shutdown.await;
+    health.start_draining();
+    if !drain.is_zero() {
+        tracing::info!(seconds = drain.as_secs(), "draining: /readyz answers 503 until the listeners close");
+        tokio::time::sleep(drain).await;
+    }
 }
 
 /// How long connections still serving a request may take to finish once shutdown begins. Held long

@@ -29,12 +29,22 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 /// connected (tests, tools) needs no watcher.
 pub(crate) struct DatabaseState {
     up: AtomicBool,
+    /// What `/readyz` says: PostgreSQL answered the last probe; the projection was re-synced.
+    reachable: AtomicBool,
+    synced: AtomicBool,
 }
 
 impl Default for DatabaseState {
     fn default() -> Self {
-        Self { up: AtomicBool::new(true) }
+        Self { up: AtomicBool::new(true), reachable: AtomicBool::new(true), synced: AtomicBool::new(true) }
     }
+}
+
+/// What a control or console process still waits for before it is ready.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waiting {
+    Postgres,
+    Projection,
 }
 
 impl ControlPlane {
@@ -43,13 +53,28 @@ impl ControlPlane {
         self.database_state().up.load(Ordering::Acquire)
     }
 
+    /// What keeps this process from serving its PostgreSQL routes, as the watcher last saw it.
+    pub fn waiting_for(&self) -> Option<Waiting> {
+        let state = self.database_state();
+        if !state.reachable.load(Ordering::Acquire) {
+            Some(Waiting::Postgres)
+        } else if !state.synced.load(Ordering::Acquire) {
+            Some(Waiting::Projection)
+        } else {
+            None
+        }
+    }
+
     /// Marks the database down, looks once (so that a process whose database answers serves
     /// everything from its first request, the projection re-synced), then keeps probing in the
     /// background until `shutdown`. `resync`: on first contact, rewrite the Redis projection
     /// before serving (the control role's start-up duty; a console-only process only reads).
     /// The first look waits at most a probe's timeout when PostgreSQL is unreachable.
     pub async fn watch_database(&self, resync: bool, shutdown: CancellationToken) -> JoinHandle<()> {
-        self.database_state().up.store(false, Ordering::Release);
+        let state = self.database_state();
+        state.up.store(false, Ordering::Release);
+        state.reachable.store(false, Ordering::Release);
+        state.synced.store(!resync, Ordering::Release);
         let mut watch = Watch { cp: self.clone(), synced: !resync, said_down: false, said_resync_failed: false };
         watch.look().await;
         tokio::spawn(async move {
@@ -63,9 +88,27 @@ impl ControlPlane {
         })
     }
 
-    async fn probe(&self) -> bool {
+    /// `Err` with PostgreSQL's own reason (a wrong database name, authentication…), or `None`
+    /// when the pool only timed out: it retries a refused connection or a failed TLS handshake
+    /// until then and keeps the reason to itself ([`Self::connect_reason`] finds it).
+    async fn probe(&self) -> Result<(), Option<String>> {
         let ping = sqlx::query("SELECT 1").execute(self.db());
-        matches!(tokio::time::timeout(PROBE_TIMEOUT, ping).await, Ok(Ok(_)))
+        match tokio::time::timeout(PROBE_TIMEOUT, ping).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(sqlx::Error::PoolTimedOut)) | Err(_) => Err(None),
+            Ok(Err(err)) => Err(Some(err.to_string())),
+        }
+    }
+
+    /// Why a connection cannot be made, from one attempt outside the pool.
+    async fn connect_reason(&self) -> String {
+        use sqlx::ConnectOptions;
+        let options = self.db().connect_options();
+        match tokio::time::timeout(PROBE_TIMEOUT, options.connect()).await {
+            Ok(Err(err)) => err.to_string(),
+            Ok(Ok(_)) => "the pool found no free connection in time".into(),
+            Err(_) => format!("no answer within {PROBE_TIMEOUT:?}"),
+        }
     }
 }
 
@@ -83,12 +126,17 @@ impl Watch {
     /// One probe, and what follows from it: up (after the re-sync, the first time) or down.
     async fn look(&mut self) {
         let cp = &self.cp;
-        let reachable = cp.probe().await;
+        let probed = cp.probe().await;
+        let reachable = probed.is_ok();
+        cp.database_state().reachable.store(reachable, Ordering::Release);
         let up = cp.database_is_up();
         if reachable && !up {
             if !self.synced {
                 match cp.resync_projection().await {
-                    Ok(()) => self.synced = true,
+                    Ok(()) => {
+                        self.synced = true;
+                        cp.database_state().synced.store(true, Ordering::Release);
+                    }
                     // Redis away, most likely: the next look tries again.
                     Err(err) if !self.said_resync_failed => {
                         tracing::warn!(error = ?err, "cannot re-sync the Redis projection yet; retrying");
@@ -106,7 +154,12 @@ impl Watch {
             }
         } else if !reachable && (up || !self.said_down) {
             cp.database_state().up.store(false, Ordering::Release);
+            let reason = match probed {
+                Err(Some(reason)) => reason,
+                _ => cp.connect_reason().await,
+            };
             tracing::warn!(
+                %reason,
                 "PostgreSQL is unreachable; management and console routes answer 503 until it is back \
                  (the data plane is not affected)"
             );

@@ -39,7 +39,7 @@ mod timefmt;
 pub mod tokens;
 
 pub use auth::{AuthMember, AuthOperator, Credentials, PasswordChange, SignedIn};
-pub use database::{PROBE_EVERY, database_unavailable};
+pub use database::{PROBE_EVERY, Waiting, database_unavailable};
 pub use members::{Member, MemberId, Role, grant_operator};
 pub use queues::{NewQueue, Queue, QueueChanges};
 pub use routes::{document as openapi_document, router, served_paths};

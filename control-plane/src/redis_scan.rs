@@ -12,18 +12,7 @@ const BATCH: usize = 500;
 pub(crate) async fn keys_matching(conn: &mut RedisConn, pattern: &str) -> RedisResult<Vec<String>> {
     let mut keys = Vec::new();
     match conn {
-        RedisConn::Single(single) => {
-            let mut cursor = "0".to_owned();
-            loop {
-                let (next, batch): (String, Vec<String>) = scan_cmd(&cursor, pattern).query_async(single).await?;
-                keys.extend(batch);
-                if next == "0" {
-                    break;
-                }
-                cursor = next;
-            }
-        }
-        RedisConn::Cluster(cluster) => {
+        RedisConn::Cluster(cluster, _) => {
             let nodes: String = redis::cmd("CLUSTER").arg("NODES").query_async(cluster).await?;
             for (host, port) in primaries(&nodes) {
                 let mut cursor = "0".to_owned();
@@ -38,6 +27,17 @@ pub(crate) async fn keys_matching(conn: &mut RedisConn, pattern: &str) -> RedisR
                     }
                     cursor = next;
                 }
+            }
+        }
+        single => {
+            let mut cursor = "0".to_owned();
+            loop {
+                let (next, batch): (String, Vec<String>) = scan_cmd(&cursor, pattern).query_async(single).await?;
+                keys.extend(batch);
+                if next == "0" {
+                    break;
+                }
+                cursor = next;
             }
         }
     }

@@ -41,7 +41,7 @@ impl ControlPlane {
         Ok(Self {
             inner: Arc::new(Inner {
                 db,
-                engine: Engine::new(redis.clone(), Keys::new(&config.redis_namespace)),
+                engine: Engine::from_config(redis.clone(), config),
                 redis,
                 keys: Keys::new(&config.redis_namespace),
                 public_url: config.public_url.trim_end_matches('/').to_owned(),

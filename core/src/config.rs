@@ -31,7 +31,10 @@ impl Role {
     }
 }
 
+/// Unknown keys are refused: a TOML file's misspelt key names itself at start-up instead of being
+/// ignored (unknown `AQS_…` variables only warn: environments carry others' variables too).
 #[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Config {
     /// Address the HTTP listener binds (`AQS_HTTP_ADDR`).
     pub http_addr: SocketAddr,
@@ -44,6 +47,22 @@ pub struct Config {
     pub database_url: Secret,
     /// Redis URL, or comma-separated cluster seed URLs (`AQS_REDIS_URL`).
     pub redis_url: Secret,
+    /// `host:port,...` of Redis Sentinels (`AQS_REDIS_SENTINELS`); with them `redis_url` is unused
+    /// and the primary is the one the Sentinels name `redis_sentinel_master`.
+    pub redis_sentinels: String,
+    /// The name the Sentinels know the primary by (`AQS_REDIS_SENTINEL_MASTER`).
+    pub redis_sentinel_master: String,
+    /// PEM roots to trust for `rediss://` (`AQS_REDIS_CA_FILE`); empty: the system's roots.
+    pub redis_ca_file: String,
+    /// How many replicas of a queue's primary must have a write before its 2xx
+    /// (`AQS_REDIS_REPLICA_ACKS`, Redis `WAIT`); 0: none are waited for.
+    pub redis_replica_acks: u32,
+    /// How long a write waits for those replicas before its `503 replication_timeout`
+    /// (`AQS_REDIS_REPLICA_ACK_TIMEOUT_MS`).
+    pub redis_replica_ack_timeout_ms: u64,
+    /// On SIGTERM, how long `/readyz` answers 503 before the listeners close
+    /// (`AQS_SHUTDOWN_DRAIN_SECONDS`), so that a load balancer stops sending first.
+    pub shutdown_drain_seconds: u64,
     /// Prefix of every Redis key (`AQS_REDIS_NAMESPACE`), so environments can share a Redis.
     pub redis_namespace: String,
     /// Signs console and API session JWTs (`AQS_SESSION_SECRET`, at least 32 characters).
@@ -101,6 +120,9 @@ pub struct Config {
     /// and nothing is measured.
     #[serde(default)]
     pub metrics_addr: String,
+    /// What loading found worth a warning (unknown `AQS_…` variables), logged once tracing is up.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -110,6 +132,12 @@ struct Defaults {
     roles: &'static str,
     database_url: &'static str,
     redis_url: &'static str,
+    redis_sentinels: &'static str,
+    redis_sentinel_master: &'static str,
+    redis_ca_file: &'static str,
+    redis_replica_acks: u32,
+    redis_replica_ack_timeout_ms: u64,
+    shutdown_drain_seconds: u64,
     redis_namespace: &'static str,
     session_secret: &'static str,
     receipt_secret: &'static str,
@@ -133,6 +161,12 @@ const DEFAULTS: Defaults = Defaults {
     roles: "data,control,console",
     database_url: "",
     redis_url: "",
+    redis_sentinels: "",
+    redis_sentinel_master: "aqs",
+    redis_ca_file: "",
+    redis_replica_acks: 0,
+    redis_replica_ack_timeout_ms: 1000,
+    shutdown_drain_seconds: 5,
     redis_namespace: "aqs",
     session_secret: "",
     receipt_secret: "",
@@ -150,6 +184,13 @@ const DEFAULTS: Defaults = Defaults {
     host_recheck_seconds: 3600,
 };
 
+/// `AQS_…` variables that belong to the clients (`AQS_URL`, `AQS_TOKEN…` of the SDK and the worker
+/// runner), the scripts and the tests, not to the server: not warned about.
+const IGNORED_PREFIXES: &[&str] = &[
+    "url", "token", "queue", "test_", "state_dir", "bench_", "fuzz_", "pg_", "redis_appendfsync", "up_", "chrom",
+    "settings",
+];
+
 impl Config {
     /// Loads defaults, then `AQS_CONFIG` (a TOML file) when set, then `AQS_…` variables.
     pub fn load() -> anyhow::Result<Self> {
@@ -160,11 +201,20 @@ impl Config {
             }
             figment = figment.merge(Toml::file(path));
         }
-        figment = figment.merge(Env::prefixed("AQS_").ignore(&["config"]));
+        let mut warnings = Vec::new();
+        for (name, _) in std::env::vars_os() {
+            let Some(name) = name.to_str().and_then(|n| n.strip_prefix("AQS_")) else { continue };
+            let key = name.to_lowercase();
+            if key != "config" && !crate::settings::is_known(&key) && !IGNORED_PREFIXES.iter().any(|p| key.starts_with(p)) {
+                warnings.push(format!("AQS_{name} is not a setting of aqs and is ignored (aqs serve --help lists them)"));
+            }
+        }
+        figment = figment.merge(Env::prefixed("AQS_").filter(|key| crate::settings::is_known(key.as_str())));
         let mut config: Config = figment.extract().map_err(|err| {
             let key = err.path.join(".");
             anyhow::anyhow!("invalid setting AQS_{}: {err}", key.to_uppercase())
         })?;
+        config.warnings = warnings;
         if config.public_url.is_empty() {
             config.public_url = format!("http://{}", config.http_addr);
         }
@@ -175,8 +225,17 @@ impl Config {
     /// Checks what the chosen roles need, naming the first bad setting.
     pub fn validate(&self) -> anyhow::Result<()> {
         let roles = self.roles().context("invalid setting AQS_ROLES")?;
-        if self.redis_url.is_empty() {
-            bail!("AQS_REDIS_URL is not set");
+        if self.redis_url.is_empty() && self.redis_sentinels().is_empty() {
+            bail!("AQS_REDIS_URL is not set (nor AQS_REDIS_SENTINELS)");
+        }
+        if !self.redis_sentinels().is_empty() && self.redis_sentinel_master.trim().is_empty() {
+            bail!("AQS_REDIS_SENTINEL_MASTER must not be empty with AQS_REDIS_SENTINELS");
+        }
+        if !self.redis_ca_file.is_empty() && !std::path::Path::new(&self.redis_ca_file).is_file() {
+            bail!("AQS_REDIS_CA_FILE names {}, which is not a file", self.redis_ca_file);
+        }
+        if self.redis_replica_ack_timeout_ms == 0 {
+            bail!("AQS_REDIS_REPLICA_ACK_TIMEOUT_MS must be at least 1");
         }
         if roles.iter().any(|r| matches!(r, Role::Control | Role::Console)) && self.database_url.is_empty() {
             bail!("AQS_DATABASE_URL is not set (the control and console roles need PostgreSQL)");
@@ -230,7 +289,12 @@ impl Config {
 
     /// Redis URLs: one for a single server, several for a cluster.
     pub fn redis_urls(&self) -> Vec<String> {
-        self.redis_url.expose().split(',').map(str::trim).filter(|u| !u.is_empty()).map(str::to_owned).collect()
+        split_list(self.redis_url.expose())
+    }
+
+    /// `AQS_REDIS_SENTINELS`: empty unless the primary is found through Sentinels.
+    pub fn redis_sentinels(&self) -> Vec<String> {
+        split_list(&self.redis_sentinels)
     }
 
     /// Checks the custom-host settings.
@@ -297,6 +361,13 @@ impl Config {
             roles: DEFAULTS.roles.into(),
             database_url: Secret::new(database_url),
             redis_url: Secret::new(redis_url),
+            redis_sentinels: String::new(),
+            redis_sentinel_master: DEFAULTS.redis_sentinel_master.into(),
+            redis_ca_file: String::new(),
+            redis_replica_acks: 0,
+            redis_replica_ack_timeout_ms: DEFAULTS.redis_replica_ack_timeout_ms,
+            // Tests stop servers at once; production drains for the load balancer.
+            shutdown_drain_seconds: 0,
             redis_namespace: namespace.into(),
             session_secret: Secret::new("test-session-secret-0123456789abcdef"),
             receipt_secret: Secret::new("test-receipt-secret-0123456789abcdef"),
@@ -318,8 +389,13 @@ impl Config {
             stripe_price_payload_10mib: String::new(),
             stripe_price_payload_50mib: String::new(),
             metrics_addr: String::new(),
+            warnings: Vec::new(),
         }
     }
+}
+
+fn split_list(text: &str) -> Vec<String> {
+    text.split(',').map(str::trim).filter(|u| !u.is_empty()).map(str::to_owned).collect()
 }
 
 #[cfg(test)]
@@ -384,6 +460,44 @@ mod tests {
         assert_eq!(config.metrics_addr().unwrap(), Some("127.0.0.1:9464".parse().unwrap()));
         config.metrics_addr = "9464".into();
         assert!(config.validate().unwrap_err().to_string().contains("AQS_METRICS_ADDR"));
+    }
+
+    /// The names serde knows `Config` by: its `deserialize_struct` call lists every field.
+    fn config_fields() -> Vec<&'static str> {
+        struct Fields(Vec<&'static str>);
+        impl<'de> serde::Deserializer<'de> for &mut Fields {
+            type Error = serde::de::value::Error;
+            fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+                Err(serde::de::Error::custom("only structs"))
+            }
+            fn deserialize_struct<V: serde::de::Visitor<'de>>(
+                self,
+                _: &'static str,
+                fields: &'static [&'static str],
+                _: V,
+            ) -> Result<V::Value, Self::Error> {
+                self.0 = fields.to_vec();
+                Err(serde::de::Error::custom("fields read"))
+            }
+            serde::forward_to_deserialize_any! {
+                bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
+                unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+            }
+        }
+        let mut fields = Fields(Vec::new());
+        assert!(Config::deserialize(&mut fields).is_err());
+        fields.0
+    }
+
+    #[test]
+    fn every_setting_is_in_the_table_and_only_those() {
+        let mut fields = config_fields();
+        let mut table: Vec<&str> = crate::settings::SETTINGS.iter().map(|s| s.name).collect();
+        fields.sort_unstable();
+        table.sort_unstable();
+        assert_eq!(fields, table, "core/src/settings.rs must list exactly the fields of Config");
+        let help = crate::settings::help();
+        assert!(help.contains("AQS_REDIS_REPLICA_ACK_TIMEOUT_MS") && help.contains("[default: 1000]"), "{help}");
     }
 
     #[test]

@@ -58,6 +58,10 @@ pub enum ApiError {
     RateLimited { message: String, retry_after_secs: u64, limit: u64, window_secs: u64 },
     #[error("{message}")]
     ServiceUnavailable { message: String, retry_after_secs: u64 },
+    /// Fewer replicas than `AQS_REDIS_REPLICA_ACKS` confirmed a write in time: the write may exist,
+    /// so a retry must be one that cannot store twice (an idempotency key, an ack).
+    #[error("{0}")]
+    ReplicationTimeout(String),
     /// A paid add-on needs a payment method first: `setup_url` collects one.
     #[error("{message}")]
     PaymentRequired { message: String, setup_url: String },
@@ -102,7 +106,7 @@ impl ApiError {
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::StorageLimitReached(_) => StatusCode::INSUFFICIENT_STORAGE,
             Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Self::ServiceUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::ServiceUnavailable { .. } | Self::ReplicationTimeout(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::PaymentRequired { .. } => StatusCode::PAYMENT_REQUIRED,
             Self::OversizedMessagesStored { .. } => StatusCode::CONFLICT,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -130,6 +134,7 @@ impl ApiError {
             Self::QueueLimitReached(_) => "queue_limit_reached",
             Self::RateLimited { .. } => "rate_limited",
             Self::ServiceUnavailable { .. } => "service_unavailable",
+            Self::ReplicationTimeout(_) => "replication_timeout",
             Self::PaymentRequired { .. } => "payment_required",
             Self::OversizedMessagesStored { .. } => "oversized_messages_stored",
             Self::Internal(_) => "internal",
@@ -149,6 +154,7 @@ impl ApiError {
             Self::RateLimited { retry_after_secs, .. } | Self::ServiceUnavailable { retry_after_secs, .. } => {
                 Some(*retry_after_secs)
             }
+            Self::ReplicationTimeout(_) => Some(1),
             Self::InBatch { source, .. } => source.retry_after(),
             _ => None,
         }
@@ -222,7 +228,7 @@ impl IntoResponse for ApiError {
                 tracing::error!(error = ?err, "internal error");
                 "internal error; the request may be retried".to_owned()
             }
-            Self::ServiceUnavailable { message, .. } => {
+            Self::ServiceUnavailable { message, .. } | Self::ReplicationTimeout(message) => {
                 log_unavailable(message);
                 message.clone()
             }

@@ -18,7 +18,9 @@ pub mod projection;
 pub mod push;
 pub mod receipt;
 pub mod redis_conn;
+pub mod redis_sentinel;
 pub mod secret;
+pub mod settings;
 pub mod time;
 pub mod token;
 

@@ -37,7 +37,7 @@ pub const ERRORS: &[(u16, &[&str])] = &[
     (413, &["payload_too_large"]),
     (415, &["unsupported_media_type"]),
     (429, &["rate_limited"]),
-    (503, &["service_unavailable"]),
+    (503, &["service_unavailable", "replication_timeout"]),
     (507, &["storage_limit_reached"]),
 ];
 
@@ -222,6 +222,7 @@ mod tests {
             ApiError::QueueLimitReached(m()),
             ApiError::RateLimited { message: m(), retry_after_secs: 1, limit: 1, window_secs: 1 },
             ApiError::ServiceUnavailable { message: m(), retry_after_secs: 1 },
+            ApiError::ReplicationTimeout(m()),
             ApiError::PaymentRequired { message: m(), setup_url: m() },
             ApiError::OversizedMessagesStored { message: m(), count: 1 },
         ]

@@ -33,8 +33,6 @@ pub struct Shared {
     /// When each token's last use was written (`last_use.rs`).
     pub(crate) last_use: Arc<LastUse>,
     pub(crate) waiters: Waiters,
-    /// Where the wake-up subscriber connects: the (first) Redis URL.
-    pub(crate) pubsub_url: Option<String>,
     /// The process's shutdown signal, once `spawn_background` has it: long polls answer at once
     /// when it fires instead of holding graceful shutdown for up to 20 s.
     pub(crate) shutdown: Arc<OnceLock<CancellationToken>>,
@@ -70,12 +68,11 @@ impl DataPlane {
     pub fn new_unchecked(config: &Config, redis: RedisConn) -> Self {
         let keys = Keys::new(&config.redis_namespace);
         Self(Arc::new(Shared {
-            engine: Engine::new(redis, keys.clone()),
+            engine: Engine::from_config(redis, config),
             receipts: ReceiptCodec::new(config.receipt_secret.expose().as_bytes()),
             auth: Arc::new(AuthCache::new(keys)),
             last_use: Arc::new(LastUse::default()),
             waiters: Waiters::default(),
-            pubsub_url: config.redis_urls().into_iter().next(),
             shutdown: Arc::new(OnceLock::new()),
             push: Arc::new(PushClient::new(config.push_allow_private_networks)),
             hosts: Arc::new(crate::hosts::table::HostTable::default()),

@@ -108,16 +108,12 @@ impl Drop for Waiter {
 pub fn spawn_subscriber(state: &DataPlane, shutdown: CancellationToken) -> JoinHandle<()> {
     let waiters = state.waiters.clone();
     let me: Arc<str> = state.engine.replica().into();
-    let url = state.pubsub_url.clone();
+    let redis = state.engine.conn();
     let pattern = state.engine.keys().wake_pattern();
     tokio::spawn(async move {
-        let Some(url) = url else {
-            tracing::error!("no Redis URL for the wake-up subscriber; long polls wake only on their timers");
-            return;
-        };
         let mut backoff = Duration::from_millis(100);
         loop {
-            match listen(&url, &pattern, &me, &waiters, &shutdown, &mut backoff).await {
+            match listen(&redis.subscriber(), &pattern, &me, &waiters, &shutdown, &mut backoff).await {
                 Ok(()) => return,
                 // Warned once per outage (a successful subscribe resets the backoff), not per retry.
                 Err(err) if waiters.is_listening() || backoff == Duration::from_millis(100) => {
@@ -138,14 +134,13 @@ pub fn spawn_subscriber(state: &DataPlane, shutdown: CancellationToken) -> JoinH
 
 /// Listens until shutdown (`Ok`) or until the connection fails (`Err`).
 async fn listen(
-    url: &str,
+    client: &redis::Client,
     pattern: &str,
     me: &str,
     waiters: &Waiters,
     shutdown: &CancellationToken,
     backoff: &mut Duration,
 ) -> anyhow::Result<()> {
-    let client = redis::Client::open(url)?;
     let mut pubsub = tokio::time::timeout(Duration::from_secs(2), client.get_async_pubsub()).await??;
     pubsub.psubscribe(pattern).await?;
     waiters.inner.listening.store(true, Ordering::Release);

@@ -91,6 +91,7 @@ mod ledger;
 mod lifecycle;
 mod publish;
 mod rate;
+mod replication;
 mod reply;
 mod scripts;
 mod slices;
@@ -105,6 +106,7 @@ pub use dead_letters::{DeadLetter, DeadLetterPage, PREVIEW_BYTES, REASON_FILTER_
 use ledger::Ledger;
 pub use publish::{NewMessage, PublishOutcome, Published};
 pub use rate::{Charge, Class};
+pub use replication::ReplicaAcks;
 pub use scripts::Scripts;
 pub use stats::{DAILY_HISTORY_DAYS, DailyCount, MINUTE_HISTORY, MinuteCount, QueueStats};
 pub use sweep::SweepOutcome;
@@ -124,6 +126,8 @@ pub(crate) struct Invocation<'a> {
     inv: ScriptInvocation<'a>,
     /// Named only when measured.
     script: &'a Script,
+    /// The queue whose keys it touches: whose primary's replicas must have its writes.
+    queue: Option<QueueId>,
 }
 
 impl<'a> std::ops::Deref for Invocation<'a> {
@@ -154,6 +158,8 @@ pub struct Engine {
     charge: Option<Charge>,
     /// What this replica holds of busy tokens' message budgets (`slices.rs`).
     slices: Arc<slices::Slices>,
+    /// How many replicas must have a write before it is answered (`replication.rs`).
+    acks: Arc<ReplicaAcks>,
 }
 
 impl Engine {
@@ -166,7 +172,21 @@ impl Engine {
             replica: MessageId::new().to_string().into(),
             charge: None,
             slices: Arc::default(),
+            acks: Arc::new(ReplicaAcks::new(0, std::time::Duration::from_secs(1))),
         }
+    }
+
+    /// The engine a process runs: the configured namespace, and replica acks as configured.
+    pub fn from_config(conn: RedisConn, config: &aqs_core::config::Config) -> Self {
+        let timeout = std::time::Duration::from_millis(config.redis_replica_ack_timeout_ms);
+        Self::new(conn, Keys::new(&config.redis_namespace))
+            .with_replica_acks(ReplicaAcks::new(config.redis_replica_acks, timeout))
+    }
+
+    /// This engine with every acknowledged write waiting for `acks` (`AQS_REDIS_REPLICA_ACKS`).
+    pub fn with_replica_acks(mut self, acks: ReplicaAcks) -> Self {
+        self.acks = Arc::new(acks);
+        self
     }
 
     /// This process among the replicas (storage leases, wake-ups).
@@ -188,7 +208,7 @@ impl Engine {
 
     /// Starts an invocation of `script` (one of `self.scripts`) with no keys.
     fn prepare<'a>(&self, script: &'a Script) -> Invocation<'a> {
-        Invocation { inv: script.prepare_invoke(), script }
+        Invocation { inv: script.prepare_invoke(), script, queue: None }
     }
 
     /// Starts an invocation of `script` with the fifteen standard queue keys (`common.lua`),
@@ -201,6 +221,7 @@ impl Engine {
     fn invocation_charged<'a>(&self, script: &'a Script, queue: QueueId, charge: Option<Charge>) -> Invocation<'a> {
         let q = self.keys.queue(queue);
         let mut inv = self.prepare(script);
+        inv.queue = Some(queue);
         inv.key(q.meta())
             .key(q.stream())
             .key(q.lease())
@@ -243,13 +264,26 @@ impl Engine {
         if let Some(started) = started {
             aqs_core::metrics::script_ran(self.scripts.name_of(inv.script), started.elapsed(), result.is_ok());
         }
-        self.settle(result?)
+        let value = self.settle(result?)?;
+        if let Some(queue) = inv.queue {
+            self.replicated(inv.script, queue).await?;
+        }
+        Ok(value)
+    }
+
+    /// Returns once the replicas `AQS_REDIS_REPLICA_ACKS` asks for have what `script` wrote to
+    /// `queue`, when it is a write a client is answered for (`Scripts::acknowledged`).
+    async fn replicated(&self, script: &Script, queue: QueueId) -> ApiResult<()> {
+        if !self.acks.enabled() || !self.scripts.acknowledged(script) {
+            return Ok(());
+        }
+        self.acks.confirm(&self.conn, &self.keys.queue(queue).meta()).await
     }
 
     /// An EVALSHA of `script` that the caller built itself: the single publish skips
     /// `ScriptInvocation`, which copies every key and argument once more. Loads the script and
     /// retries after a Redis restart emptied the script cache, as `run` does.
-    async fn run_evalsha(&self, script: &Script, evalsha: &redis::Cmd) -> ApiResult<Value> {
+    async fn run_evalsha(&self, script: &Script, queue: QueueId, evalsha: &redis::Cmd) -> ApiResult<Value> {
         let mut conn = self.conn.clone();
         let started = aqs_core::metrics::enabled().then(Instant::now);
         let result: redis::RedisResult<Value> = match evalsha.query_async(&mut conn).await {
@@ -264,6 +298,8 @@ impl Engine {
         if let Some(started) = started {
             aqs_core::metrics::script_ran(self.scripts.name_of(script), started.elapsed(), result.is_ok());
         }
-        self.settle(result?)
+        let value = self.settle(result?)?;
+        self.replicated(script, queue).await?;
+        Ok(value)
     }
 }

@@ -116,6 +116,7 @@ impl Engine {
         // publish.lua takes only the keys it touches (see its header), not the standard fifteen.
         let q = self.keys.queue(queue);
         let mut inv = self.prepare(&self.scripts.publish);
+        inv.queue = Some(queue);
         inv.key(q.meta()).key(q.stream()).key(q.delayed()).key(q.delayed_messages()).key(q.stats()).key(q.wake());
         inv.key(q.budget()).key(q.idempotency_index()).key(q.large()).key(q.minutes());
         if let Some(charge) = &charge {
@@ -220,7 +221,7 @@ impl Engine {
         if let Some(group) = &message.group_id {
             evalsha.arg("g").arg(group.as_str());
         }
-        let outcome = match self.run_evalsha(script, &evalsha).await? {
+        let outcome = match self.run_evalsha(script, queue, &evalsha).await? {
             redis::Value::BulkString(reply) => match reply.as_slice() {
                 b"no_queue" => PublishOutcome::QueueMissing,
                 b"paused" => PublishOutcome::Paused,

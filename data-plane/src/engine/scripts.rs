@@ -129,6 +129,17 @@ impl Scripts {
         ]
     }
 
+    /// Whether `script` writes what a client's 2xx vouches for (a message, a lease, an ack, a
+    /// removal), so that with replica acks its answer waits for the replicas. The storage leases,
+    /// the ledger's flush and the sweeper answer no client; the reads write only rate budgets.
+    pub fn acknowledged(&self, script: &Script) -> bool {
+        const WRITES: &[&str] = &[
+            "publish", "publish_one", "consume", "ack", "nack", "bury", "release", "extend", "purge", "dlq_replay",
+            "dlq_purge", "drop_queue",
+        ];
+        WRITES.contains(&self.name_of(script))
+    }
+
     /// The name of one of these scripts, for the script metrics.
     pub fn name_of(&self, script: &Script) -> &'static str {
         self.named().iter().find(|(s, _)| std::ptr::eq(*s, script)).map_or("other", |(_, name)| name)

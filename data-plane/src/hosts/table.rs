@@ -116,9 +116,8 @@ async fn follow(state: &DataPlane, shutdown: &CancellationToken) -> anyhow::Resu
             tracing::warn!(error = %err, "cannot reload the custom hosts");
         }
     };
-    let url = state.pubsub_url.as_deref().ok_or_else(|| anyhow::anyhow!("no Redis URL"))?;
     let subscribed = async {
-        let client = redis::Client::open(url)?;
+        let client = state.engine.conn().subscriber();
         let mut pubsub = tokio::time::timeout(Duration::from_secs(2), client.get_async_pubsub()).await??;
         pubsub.subscribe(state.engine.keys().hosts_changed()).await?;
         anyhow::Ok(pubsub)

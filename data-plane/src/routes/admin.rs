@@ -87,7 +87,7 @@ pub struct PurgeRequest {
 }
 
 errors!(PurgeErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "payload_too_large",
-    "unsupported_media_type", "rate_limited", "service_unavailable");
+    "unsupported_media_type", "rate_limited", "service_unavailable", "replication_timeout");
 
 /// Deletes waiting ready messages: never-delivered ones and those whose lease ran out or was
 /// released by a nack and is due. Messages under a live lease and delayed messages stay.

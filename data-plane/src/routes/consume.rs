@@ -69,7 +69,7 @@ pub struct Delivery {
 }
 
 errors!(ConsumeErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "push_enabled",
-    "payload_too_large", "unsupported_media_type", "rate_limited", "service_unavailable");
+    "payload_too_large", "unsupported_media_type", "rate_limited", "service_unavailable", "replication_timeout");
 
 /// Receive a batch of messages, each hidden from other consumers for the lease (consume scope).
 #[utoipa::path(post, path = "/queue/v1/{slug}/consume", operation_id = "consume", tag = "consume", params(QueuePath),
@@ -179,7 +179,7 @@ pub struct NackAnswer {
 }
 
 errors!(ReceiptErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "payload_too_large",
-    "unsupported_media_type", "rate_limited", "service_unavailable");
+    "unsupported_media_type", "rate_limited", "service_unavailable", "replication_timeout");
 
 /// Acknowledge messages: done, delete them (consume scope). A stale receipt fails alone, per entry.
 #[utoipa::path(post, path = "/queue/v1/{slug}/ack", operation_id = "ack", tag = "consume", params(QueuePath), request_body = AckRequest,

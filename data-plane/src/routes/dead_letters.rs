@@ -60,7 +60,7 @@ errors!(ListErrors: "invalid_request", "unauthorized", "forbidden", "not_found",
     "service_unavailable");
 
 errors!(ActionErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "payload_too_large",
-    "unsupported_media_type", "rate_limited", "service_unavailable");
+    "unsupported_media_type", "rate_limited", "service_unavailable", "replication_timeout");
 
 /// The dead letters, oldest first (manage scope).
 #[utoipa::path(get, path = "/queue/v1/{slug}/dead-letters", operation_id = "list_dead_letters", tag = "manage", params(QueuePath, LimitQuery),

@@ -83,7 +83,7 @@ pub struct PublishedBatch {
 }
 
 errors!(PublishErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "idempotency_conflict",
-    "queue_paused", "payload_too_large", "unsupported_media_type", "rate_limited", "service_unavailable",
+    "queue_paused", "payload_too_large", "unsupported_media_type", "rate_limited", "service_unavailable", "replication_timeout",
     "storage_limit_reached");
 
 /// Publish one message (send scope).

@@ -117,7 +117,7 @@ async fn queues_on_every_node_of_a_redis_cluster_publish_deliver_wake_and_dead_l
     let urls = cluster.urls();
     let namespace = "tcluster";
     let conn = redis_conn::connect(&urls).await.unwrap();
-    assert!(matches!(conn, RedisConn::Cluster(_)));
+    assert!(matches!(conn, RedisConn::Cluster(..)));
     let config = Config::for_tests("", &urls.join(","), namespace);
     let app = start_with(DataPlane::new(&config, conn.clone()).await.unwrap(), conn.clone(), namespace).await;
     let other = start_with(DataPlane::new(&config, conn.clone()).await.unwrap(), conn, namespace).await;

@@ -93,8 +93,8 @@ pub async fn spawn_app_without_redis() -> TestApp {
         .set_connection_timeout(Some(Duration::from_millis(300)))
         .set_response_timeout(Some(Duration::from_secs(1)))
         .set_number_of_retries(0);
-    let manager = redis::aio::ConnectionManager::new_lazy_with_config(client, manager_config).unwrap();
-    let redis = RedisConn::Single(manager);
+    let manager = redis::aio::ConnectionManager::new_lazy_with_config(client.clone(), manager_config).unwrap();
+    let redis = RedisConn::Single(manager, std::sync::Arc::new(client));
     let state = DataPlane::new_unchecked(&config, redis.clone());
     start_with(state, redis, "tdead").await
 }
