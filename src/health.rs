@@ -99,13 +99,8 @@ async fn ready(State(health): State<Health>) -> Response {
         return Json(ready).into_response();
     }
     let message = format!("not ready: waiting for {}", waiting_for.join(", "));
-    let answer = Ready {
-        ok: false,
-        roles: Vec::new(),
-        waiting_for,
-        error: Some("service_unavailable"),
-        message: Some(message),
-    };
+    let answer =
+        Ready { ok: false, roles: Vec::new(), waiting_for, error: Some("service_unavailable"), message: Some(message) };
     let mut response = (StatusCode::SERVICE_UNAVAILABLE, Json(answer)).into_response();
     response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     response

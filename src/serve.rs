@@ -1,11 +1,11 @@
 //! `aqs serve`: connects the stores the chosen roles need, builds one router from the roles and
 //! serves it until the shutdown signal, which is fanned out to every background loop.
 
+use crate::health::Health;
 use anyhow::Context;
 use aqs_core::ApiError;
 use aqs_core::config::{Config, Role};
 use aqs_core::metrics::http::HttpMetricsLayer;
-use crate::health::Health;
 use aqs_core::redis_conn::{self, RedisOptions};
 use axum::Router;
 use axum::handler::Handler;

@@ -187,7 +187,17 @@ const DEFAULTS: Defaults = Defaults {
 /// `AQS_…` variables that belong to the clients (`AQS_URL`, `AQS_TOKEN…` of the SDK and the worker
 /// runner), the scripts and the tests, not to the server: not warned about.
 const IGNORED_PREFIXES: &[&str] = &[
-    "url", "token", "queue", "test_", "state_dir", "bench_", "fuzz_", "pg_", "redis_appendfsync", "up_", "chrom",
+    "url",
+    "token",
+    "queue",
+    "test_",
+    "state_dir",
+    "bench_",
+    "fuzz_",
+    "pg_",
+    "redis_appendfsync",
+    "up_",
+    "chrom",
     "settings",
 ];
 
@@ -205,11 +215,16 @@ impl Config {
         for (name, _) in std::env::vars_os() {
             let Some(name) = name.to_str().and_then(|n| n.strip_prefix("AQS_")) else { continue };
             let key = name.to_lowercase();
-            if key != "config" && !crate::settings::is_known(&key) && !IGNORED_PREFIXES.iter().any(|p| key.starts_with(p)) {
-                warnings.push(format!("AQS_{name} is not a setting of aqs and is ignored (aqs serve --help lists them)"));
+            if key != "config"
+                && !crate::settings::is_known(&key)
+                && !IGNORED_PREFIXES.iter().any(|p| key.starts_with(p))
+            {
+                warnings
+                    .push(format!("AQS_{name} is not a setting of aqs and is ignored (aqs serve --help lists them)"));
             }
         }
-        figment = figment.merge(Env::prefixed("AQS_").filter(|key| crate::settings::is_known(key.as_str())));
+        figment =
+            figment.merge(Env::prefixed("AQS_").filter(|key| crate::settings::is_known(&key.as_str().to_lowercase())));
         let mut config: Config = figment.extract().map_err(|err| {
             let key = err.path.join(".");
             anyhow::anyhow!("invalid setting AQS_{}: {err}", key.to_uppercase())

@@ -121,7 +121,8 @@ impl Finder {
     async fn connect_primary(&self, addr: &str) -> anyhow::Result<Primary> {
         let client = client(&format!("{}://{addr}", self.scheme), &self.certificates)
             .with_context(|| format!("the Sentinels named {addr:?}, which is not host:port"))?;
-        let mut conn = manager(client.clone()).await.with_context(|| format!("cannot connect to the primary {addr}"))?;
+        let mut conn =
+            manager(client.clone()).await.with_context(|| format!("cannot connect to the primary {addr}"))?;
         let role: Vec<Value> = redis::cmd("ROLE").query_async(&mut conn).await.context("ROLE")?;
         match role.first() {
             Some(Value::BulkString(role)) if role == b"master" => {}

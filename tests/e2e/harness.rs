@@ -222,6 +222,20 @@ impl Server {
         }
     }
 
+    /// Waits for the process to exit by itself (after a signal) and returns how it ended.
+    pub fn wait_for_exit(&mut self, timeout: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + timeout;
+        let child = self.child.as_mut().expect("the server is running");
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                self.child = None;
+                return status;
+            }
+            assert!(Instant::now() < deadline, "aqs serve did not exit within {timeout:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Changes one setting for the next `restart`.
     pub fn set_env(&mut self, key: &str, value: &str) {
         self.env.retain(|(k, _)| k != key);

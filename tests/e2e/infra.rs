@@ -1,21 +1,57 @@
 //! The shell pieces `infra/up` is made of, run for real: a private PostgreSQL for a state folder
-//! only root can enter (as `mktemp -d` makes them), and the health wait that fails loudly, with the
-//! server log's tail, instead of going on.
+//! only root can enter (as `mktemp -d` makes them), the health wait that fails loudly, with the
+//! server log's tail, instead of going on, the wait for a busy apt, the choice of listen
+//! addresses when a default port is taken, and the refusal of a Rust too old for the workspace.
 
+use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 /// Runs `script` with infra/lib.sh sourced, from the repository root, with `args` as $1….
 fn with_lib(script: &str, args: &[&str]) -> Output {
+    with_lib_env(script, args, &[])
+}
+
+/// [`with_lib`] with `env` added to the environment.
+fn with_lib_env(script: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
     let script = format!("set -euo pipefail; source infra/lib.sh; {script}");
     Command::new("bash")
         .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .envs(env.iter().copied())
         .arg("-c")
         .arg(script)
         .arg("lib")
         .args(args)
         .output()
         .unwrap()
+}
+
+/// A fresh folder under the system's temporary one, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(what: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("aqs-e2e-{what}-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir(&dir).unwrap();
+        Self(dir)
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.0.join(name).to_str().unwrap().to_owned()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// An executable shell script at `path`.
+fn script_file(path: &str, body: &str) {
+    std::fs::write(path, format!("#!/bin/sh\n{body}")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 fn text(output: &Output) -> String {
@@ -65,4 +101,131 @@ fn the_health_wait_fails_loudly_with_the_log_tail() {
     assert!(!output.status.success(), "{said}");
     assert!(said.contains("exited before") && said.contains("the last words of the server"), "{said}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn apt_install_waits_while_another_apt_holds_its_locks_and_says_so() {
+    let dir = TempDir::new("apt");
+    let (frontend, lists, calls) = (dir.path("lock-frontend"), dir.path("lists-lock"), dir.path("calls"));
+    std::fs::write(&frontend, "").unwrap();
+    std::fs::write(&lists, "").unwrap();
+    // Stands in for apt-get as root: records each call, when it came and its arguments.
+    let fake_apt = dir.path("apt-get");
+    script_file(&fake_apt, &format!("echo \"$(date +%s.%N) $*\" >> '{calls}'\n"));
+    let env = [
+        ("AQS_APT_LOCKS", format!("{frontend} {lists}")),
+        ("AQS_APT_GET", fake_apt.clone()),
+        ("AQS_APT_LOCK_TIMEOUT", "60".to_owned()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let package = "aqs-e2e-no-such-package";
+
+    // Another apt holds the lists lock (as `apt-get update` does) for two seconds.
+    let output = with_lib_env(
+        r#"flock "$1" sleep 2 & holder=$!
+        until [ -n "$(apt_lock_holders)" ]; do sleep 0.05; done
+        echo "held_at=$(date +%s.%N)"; apt_install "$2"; wait "$holder""#,
+        &[&lists, package],
+        &env,
+    );
+    let said = text(&output);
+    assert!(output.status.success(), "{said}");
+    assert!(said.contains("waiting for another apt/dpkg to finish"), "{said}");
+    assert!(said.contains(&format!("holds {lists}")), "it names the lock and its holder: {said}");
+    let held_at: f64 = said.lines().find_map(|l| l.strip_prefix("held_at=")).unwrap().parse().unwrap();
+    let recorded = std::fs::read_to_string(&calls).unwrap();
+    let lines: Vec<&str> = recorded.lines().collect();
+    assert_eq!(lines.len(), 2, "update, then install: {recorded}");
+    assert!(lines[0].contains("-o DPkg::Lock::Timeout=60 update"), "{recorded}");
+    assert!(lines[1].contains("-o DPkg::Lock::Timeout=60 install") && lines[1].ends_with(package), "{recorded}");
+    let first_call: f64 = lines[0].split(' ').next().unwrap().parse().unwrap();
+    assert!(first_call - held_at > 1.5, "apt ran only once the lock was free ({held_at} → {first_call}): {said}");
+
+    // With every lock free it goes straight on, without a word about waiting.
+    std::fs::remove_file(&calls).unwrap();
+    let output = with_lib_env(r#"apt_install "$1""#, &[package], &env);
+    let said = text(&output);
+    assert!(output.status.success(), "{said}");
+    assert!(!said.contains("waiting"), "{said}");
+    assert_eq!(std::fs::read_to_string(&calls).unwrap().lines().count(), 2);
+
+    // A lock held past the timeout ends in an error naming it, and apt never runs.
+    std::fs::remove_file(&calls).unwrap();
+    let env: Vec<(&str, &str)> =
+        env.iter().map(|&(k, v)| if k == "AQS_APT_LOCK_TIMEOUT" { (k, "1") } else { (k, v) }).collect();
+    let output = with_lib_env(
+        r#"(exec 9<>"$1"; flock 9; exec sleep 5) >/dev/null 2>&1 & holder=$!; trap 'kill "$holder"' EXIT
+        until [ -n "$(apt_lock_holders)" ]; do sleep 0.05; done; apt_install "$2""#,
+        &[&frontend, package],
+        &env,
+    );
+    let said = text(&output);
+    assert!(!output.status.success(), "{said}");
+    assert!(said.contains("still busy after 1 s") && said.contains(&frontend), "{said}");
+    assert!(!std::path::Path::new(&calls).exists(), "apt did not run");
+}
+
+#[test]
+fn a_taken_default_port_is_replaced_by_a_free_one_and_a_taken_setting_is_refused() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let default = format!("127.0.0.1:{port}");
+    let choose =
+        r#"unset ADDR; [ "$1" = unset ] || export ADDR=$1; choose_addr ADDR "$2" "the thing"; echo "chosen=$ADDR""#;
+    let chosen = |said: &str| said.lines().find_map(|l| l.strip_prefix("chosen=")).map(str::to_owned);
+
+    // Unset and taken: a free port on the same host, said.
+    let output = with_lib(choose, &["unset", &default]);
+    let said = text(&output);
+    assert!(output.status.success(), "{said}");
+    let other = chosen(&said).unwrap();
+    assert_ne!(other, default);
+    assert!(other.starts_with("127.0.0.1:"), "{said}");
+    assert!(
+        said.contains(&format!("{default} is taken")) && said.contains(&format!("the thing listens on {other}")),
+        "{said}"
+    );
+    TcpListener::bind(&other).expect("the chosen port is free");
+
+    // Unset and free: the default, quietly.
+    let free = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    let output = with_lib(choose, &["unset", &free]);
+    assert!(output.status.success());
+    assert_eq!(chosen(&text(&output)).as_deref(), Some(free.as_str()));
+    assert!(!text(&output).contains("taken"));
+
+    // Set and taken: an error naming it; set to empty: off.
+    let output = with_lib(choose, &[&default, "127.0.0.1:1"]);
+    let said = text(&output);
+    assert!(!output.status.success(), "{said}");
+    assert!(said.contains(&format!("ADDR={default} is already in use")), "{said}");
+    let output = with_lib(choose, &["", &default]);
+    assert!(output.status.success());
+    assert_eq!(chosen(&text(&output)).as_deref(), Some(""));
+    drop(taken);
+}
+
+#[test]
+fn a_rust_older_than_the_workspace_needs_is_refused_with_its_version() {
+    let dir = TempDir::new("rustc");
+    script_file(
+        &dir.path("rustc"),
+        "case \"$1\" in -vV) echo 'rustc 1.80.0 (051478957 2024-07-21)'; echo 'host: x86_64-unknown-linux-gnu' ;;\n\
+         *) echo 'rustc 1.80.0 (051478957 2024-07-21)' ;; esac\n",
+    );
+    let path = format!("{}:{}", dir.0.display(), std::env::var("PATH").unwrap());
+    let output = with_lib_env("require_rust", &[], &[("PATH", &path)]);
+    let said = text(&output);
+    assert!(!output.status.success(), "{said}");
+    let manifest = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).unwrap();
+    let floor = manifest.lines().find_map(|l| l.strip_prefix("rust-version = ")).unwrap().trim_matches('"');
+    assert!(said.contains("this workspace needs Rust 1."), "{said}");
+    assert!(said.contains("is 1.80.0") && said.contains("rustup update"), "{said}");
+    let needed = said.split("needs Rust ").nth(1).unwrap().split(' ').next().unwrap();
+    let parts = |v: &str| v.split('.').map(|p| p.parse::<u32>().unwrap()).chain([0, 0]).take(3).collect::<Vec<_>>();
+    assert!(parts(needed) >= parts(floor), "at least Cargo.toml's rust-version {floor}: {said}");
+
+    // The Rust running this test passes.
+    let output = with_lib("require_rust", &[]);
+    assert!(output.status.success(), "{}", text(&output));
 }

@@ -12,6 +12,7 @@ mod infra;
 mod metrics;
 mod outages;
 mod pebble;
+mod production;
 mod push;
 mod readme;
 mod reliability;

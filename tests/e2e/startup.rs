@@ -102,3 +102,57 @@ async fn the_config_file_is_read_and_environment_variables_override_it() {
     let output = refusal(&[("AQS_CONFIG", "/nonexistent/aqs.toml")]);
     assert!(output.contains("AQS_CONFIG"), "{output}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_names_are_warned_about_or_refused_and_a_bad_log_filter_is_refused() {
+    let redis = Redis::start("everysec");
+    let output = refusal(&[
+        ("AQS_REDIS_URL", &redis.url()),
+        ("AQS_ROLES", "data"),
+        ("AQS_RECEIPT_SECRET", RECEIPT),
+        ("AQS_LOG", "info,=bogus[[["),
+    ]);
+    assert!(output.contains("AQS_LOG"), "{output}");
+
+    // A misspelt variable is named in a warning; the server still starts.
+    let port = free_port();
+    let mut child = aqs()
+        .arg("serve")
+        .envs([
+            ("AQS_REDIS_URL", redis.url()),
+            ("AQS_ROLES", "data".into()),
+            ("AQS_RECEIPT_SECRET", RECEIPT.into()),
+            ("AQS_HTTP_ADDR", format!("127.0.0.1:{port}")),
+            ("AQS_REDIS_REPLICA_ACK", "1".into()),
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(healthy(port, &mut child).await);
+    child.kill().unwrap();
+    let output = child.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&output.stdout);
+    assert!(log.contains("AQS_REDIS_REPLICA_ACK is not a setting"), "{log}");
+    assert!(!log.contains('\u{1b}'), "a log that is not a terminal has no colour codes: {log}");
+
+    // In the file, a misspelt key is refused and named.
+    let dir = std::env::temp_dir().join(format!("aqs-config-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("aqs.toml");
+    std::fs::write(&file, "redis_ulr = \"redis://127.0.0.1:1\"\n").unwrap();
+    let output = refusal(&[("AQS_CONFIG", file.to_str().unwrap())]);
+    assert!(output.contains("redis_ulr"), "{output}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn serve_help_lists_every_setting_with_its_default() {
+    let output = aqs().args(["serve", "--help"]).output().unwrap();
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout);
+    for setting in aqs_core::settings::SETTINGS {
+        let name = format!("AQS_{}", setting.name.to_uppercase());
+        assert!(help.contains(&name), "{name} missing from aqs serve --help:\n{help}");
+    }
+    assert!(help.contains("[default: 127.0.0.1:8080]") && help.contains("[required: data]"), "{help}");
+}
