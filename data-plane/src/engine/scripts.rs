@@ -134,8 +134,18 @@ impl Scripts {
     /// the ledger's flush and the sweeper answer no client; the reads write only rate budgets.
     pub fn acknowledged(&self, script: &Script) -> bool {
         const WRITES: &[&str] = &[
-            "publish", "publish_one", "consume", "ack", "nack", "bury", "release", "extend", "purge", "dlq_replay",
-            "dlq_purge", "drop_queue",
+            "publish",
+            "publish_one",
+            "consume",
+            "ack",
+            "nack",
+            "bury",
+            "release",
+            "extend",
+            "purge",
+            "dlq_replay",
+            "dlq_purge",
+            "drop_queue",
         ];
         WRITES.contains(&self.name_of(script))
     }
