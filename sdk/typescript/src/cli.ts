@@ -2,7 +2,8 @@
 /**
  * `aqs-worker ./worker.mjs --queue SLUG --alias JOBS --mode consume|send|both --messages-per-run N
  * --wait S [--concurrency C] [--port P] [--metrics P]`, with `AQS_URL` and `AQS_TOKEN` from the
- * environment. Ctrl-C finishes the batch in hand and exits 0; a second Ctrl-C exits at once.
+ * environment. Ctrl-C ends the long poll at once, finishes the batch in hand and exits 0; a second
+ * Ctrl-C exits at once.
  */
 
 import { parseArgs } from "node:util";

@@ -1,8 +1,9 @@
 /**
  * The consumer loop: long-poll a batch, give it to the handler, settle every message by what the
  * handler decided (see batch.ts), repeat. `concurrency` loops run side by side, each with its own
- * batch. Stopping (the signal) lets each loop finish the batch in hand; a batch that arrives after
- * the stop was asked for is returned at once (nack without delay), never left to its lease.
+ * batch. Stopping (the signal) ends each loop's long poll at once and lets each loop finish the
+ * batch in hand; a batch that arrives after the stop was asked for is returned at once (nack
+ * without delay), never left to its lease.
  */
 
 import { MessageBatch, type Decision, type Message } from "./batch.js";
@@ -23,7 +24,7 @@ export interface ConsumerOptions<Env> {
   concurrency?: number;
   /** The second argument of the handler. */
   env?: Env;
-  /** Aborting it stops the consumer after the batches in hand. */
+  /** Aborting it ends the long polls at once and stops the consumer after the batches in hand. */
   signal?: AbortSignal;
   /** Counters to add to (a fresh set when left out). */
   metrics?: Metrics;
@@ -51,23 +52,26 @@ async function loop<Env, Body>(
 ): Promise<void> {
   const report = options.onError ?? ((error: unknown) => console.error("aqs consumer:", error));
   let failures = 0;
-  while (!options.signal?.aborted) {
+  const signal = options.signal;
+  while (!signal?.aborted) {
     let wire;
     try {
       wire = await queue.consume({
         maxMessages: options.messagesPerRun ?? 10,
         waitSeconds: options.waitSeconds ?? 20,
         ...(options.visibilitySeconds === undefined ? {} : { visibilitySeconds: options.visibilitySeconds }),
+        ...(signal === undefined ? {} : { signal }),
       });
       failures = 0;
     } catch (error) {
+      if (signal?.aborted) return; // the stop ended the poll
       report(error);
       failures++;
-      await sleep(Math.min(250 * 2 ** failures, 10_000));
+      await sleep(Math.min(250 * 2 ** failures, 10_000), signal, true);
       continue;
     }
     if (wire.length === 0) continue;
-    if (options.signal?.aborted) {
+    if (signal?.aborted) {
       // Fetched but not started: back to the queue now rather than when the lease runs out.
       await settle(queue, wire.map((m) => m.receipt), [], metrics, report);
       return;

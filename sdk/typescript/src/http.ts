@@ -2,7 +2,8 @@
  * One HTTP call to the queue API with the service's retry rules: a 429 or 503 is retried after its
  * `Retry-After` (seconds or an HTTP date), a connection failure after an exponential backoff, up
  * to `maxRetries` times. Callers make a request safe to repeat before asking for retries (a
- * publish always carries an idempotency key).
+ * publish always carries an idempotency key). A call given a signal ends as soon as it aborts,
+ * mid-request or between tries, rejecting with the signal's reason (an `AbortError`).
  */
 
 import { AqsError } from "./errors.js";
@@ -35,8 +36,11 @@ export class Connection {
     this.#maxWaitMs = (options.maxRetryWaitSeconds ?? 30) * 1000;
   }
 
-  /** Sends `body` (JSON) to `path` under `/queue/v1/` and returns the parsed JSON answer. */
-  async call<T>(method: "GET" | "POST", path: string, body?: unknown): Promise<T> {
+  /**
+   * Sends `body` (JSON) to `path` under `/queue/v1/` and returns the parsed JSON answer. Aborting
+   * `signal` ends the call at once, whatever it is doing (a long poll, a wait before a retry).
+   */
+  async call<T>(method: "GET" | "POST", path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
     const url = `${this.origin}/queue/v1/${path}`;
     const init: RequestInit = {
       method,
@@ -45,23 +49,33 @@ export class Connection {
         ...(body === undefined ? {} : { "content-type": "application/json" }),
       },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      ...(signal === undefined ? {} : { signal }),
     };
     for (let attempt = 0; ; attempt++) {
+      signal?.throwIfAborted();
       let response: Response;
       try {
         response = await fetch(url, init);
       } catch (error) {
+        signal?.throwIfAborted();
         if (attempt >= this.#maxRetries) {
           throw new AqsError("service_unavailable", `cannot reach ${this.origin}: ${describe(error)}`);
         }
-        await sleep(this.#backoffMs(attempt));
+        await sleep(this.#backoffMs(attempt), signal);
         continue;
       }
-      if (response.ok) return (await response.json()) as T;
+      if (response.ok) {
+        try {
+          return (await response.json()) as T;
+        } catch (error) {
+          signal?.throwIfAborted(); // cut off mid-body
+          throw error;
+        }
+      }
       const error = await toError(response);
       if (!RETRYABLE.has(response.status) || attempt >= this.#maxRetries) throw error;
       const wait = error.retryAfterSeconds === undefined ? this.#backoffMs(attempt) : error.retryAfterSeconds * 1000;
-      await sleep(Math.min(wait, this.#maxWaitMs));
+      await sleep(Math.min(wait, this.#maxWaitMs), signal);
     }
   }
 
@@ -106,6 +120,24 @@ function describe(error: unknown): string {
   return String(error);
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * Waits `ms`; with a signal, no longer than until it aborts, and then rejects with its reason
+ * (`quiet`: resolves instead, for loops that check the signal themselves).
+ */
+export function sleep(ms: number, signal?: AbortSignal, quiet = false): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      if (quiet) resolve();
+      else reject(signal.reason);
+      return;
+    }
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      if (signal?.aborted && !quiet) reject(signal.reason);
+      else resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }

@@ -41,6 +41,11 @@ export interface ConsumeOptions {
   waitSeconds?: number;
   /** The lease, in seconds; the queue's visibility timeout when left out. */
   visibilitySeconds?: number;
+  /**
+   * Aborting it ends the poll at once: the call rejects with the signal's reason. A batch the
+   * server was handing over at that instant waits out its lease before it is delivered again.
+   */
+  signal?: AbortSignal;
 }
 
 export class Queue {
@@ -77,7 +82,12 @@ export class Queue {
       max_wait_seconds: options.waitSeconds ?? 0,
       ...(options.visibilitySeconds === undefined ? {} : { visibility_seconds: options.visibilitySeconds }),
     };
-    const answer = await this.#conn.call<{ messages: ConsumedMessage[] }>("POST", this.#path("consume"), request);
+    const answer = await this.#conn.call<{ messages: ConsumedMessage[] }>(
+      "POST",
+      this.#path("consume"),
+      request,
+      options.signal,
+    );
     return answer.messages;
   }
 

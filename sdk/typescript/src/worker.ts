@@ -2,8 +2,8 @@
  * The runner behind `aqs-worker`: loads a Worker module, gives its `queue(batch, env)` the queue's
  * batches (consume and both modes), serves its `fetch(request, env)` over HTTP when it exports
  * one, and counts runs, messages acked and retried, and requests (a summary line per minute, and
- * JSON on `127.0.0.1:<metricsPort>`). Aborting `signal` finishes the batches in hand, then
- * resolves.
+ * JSON on `127.0.0.1:<metricsPort>`). Aborting `signal` ends the long polls at once, finishes the
+ * batches in hand, then resolves.
  */
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -122,7 +122,16 @@ export async function runWorker(options: WorkerOptions): Promise<Metrics> {
     });
   }
   clearInterval(ticker);
-  await Promise.all(servers.map((server) => new Promise<void>((done) => server.close(() => done()))));
+  await Promise.all(
+    servers.map(
+      (server) =>
+        new Promise<void>((done) => {
+          server.close(() => done());
+          // Node 18 waits for idle keep-alive connections to time out; 19 and later close them.
+          server.closeIdleConnections();
+        }),
+    ),
+  );
   log(`stopped: ${summary(metrics)}`);
   return metrics;
 }
