@@ -272,6 +272,8 @@ pub struct Tenant {
     pub base: String,
     pub session: String,
     pub slug: String,
+    /// The queue's id (its Redis keys carry `{q:<id>}`).
+    pub id: String,
     pub token: String,
     /// The queue through `aqs-client`, without retries: tests see every answer as the server gave it.
     pub queue: aqs_client::Queue,
@@ -294,9 +296,10 @@ impl Tenant {
             .await
             .unwrap();
         let slug = created["queue"]["slug"].as_str().expect("queue.slug").to_owned();
+        let id = created["queue"]["id"].as_str().expect("queue.id").to_owned();
         let token = created["token"]["secret"].as_str().expect("token.secret").to_owned();
         let queue = aqs_client::Client::builder(&base, &token).max_retries(0).build().queue(&slug);
-        Self { slug, token, queue, http, base, session }
+        Self { slug, id, token, queue, http, base, session }
     }
 
     /// A raw POST to one of the queue's routes, for input the typed client would not send.

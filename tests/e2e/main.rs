@@ -5,6 +5,7 @@
 mod bench_smoke;
 mod client;
 mod console_journey;
+mod failover;
 mod framing;
 mod harness;
 mod hosts;
