@@ -54,7 +54,7 @@ async fn every_role_answers_livez_and_readyz_naming_what_it_waits_for() {
         .unwrap();
     assert!(migrated.success());
     let namespace = format!("p{}", free_port());
-    let common = vec![
+    let common = [
         ("AQS_REDIS_URL", redis.url()),
         ("AQS_REDIS_NAMESPACE", namespace),
         ("AQS_SESSION_SECRET", SESSION.to_owned()),
