@@ -19,3 +19,4 @@ mod readme;
 mod reliability;
 mod roles;
 mod startup;
+mod tls;
