@@ -142,9 +142,13 @@ pub async fn create(cp: &ControlPlane, member: MemberId, input: NewQueue) -> Api
     tx.commit().await.map_err(db_error)?;
     tracing::info!(queue = %queue.id, slug = %queue.slug, "queue created");
 
-    projection::create_queue(&mut cp.redis(), cp.keys(), &queue.meta(), &token.projected(queue.id))
+    let projected = token.projected(queue.id);
+    projection::create_queue(&mut cp.redis(), cp.keys(), &queue.meta(), &projected)
         .await
         .map_err(projection::failed)?;
+    let keys = cp.keys();
+    let written = [keys.queue(queue.id).meta(), keys.slug(queue.slug.as_str()), keys.token(&projected.hash)];
+    cp.engine().confirm_replicated(&written).await?;
     Ok((queue, token))
 }
 
@@ -293,6 +297,7 @@ async fn set_paused(cp: &ControlPlane, member: MemberId, slug: &Slug, paused: bo
 
 async fn project_update(cp: &ControlPlane, queue: Queue) -> ApiResult<Queue> {
     projection::update_queue(&mut cp.redis(), cp.keys(), &queue.meta()).await.map_err(projection::failed)?;
+    cp.engine().confirm_replicated(&[cp.keys().queue(queue.id).meta()]).await?;
     Ok(queue)
 }
 

@@ -120,9 +120,9 @@ pub async fn mint(cp: &ControlPlane, member: MemberId, slug: &Slug, input: NewTo
     let token = insert(&mut tx, QueueId(queue), &name, &scopes).await?;
     tx.commit().await.map_err(db_error)?;
 
-    projection::put_token(&mut cp.redis(), cp.keys(), &token.projected(QueueId(queue)))
-        .await
-        .map_err(projection::failed)?;
+    let projected = token.projected(QueueId(queue));
+    projection::put_token(&mut cp.redis(), cp.keys(), &projected).await.map_err(projection::failed)?;
+    cp.engine().confirm_replicated(&[cp.keys().token(&projected.hash)]).await?;
     Ok(token)
 }
 
@@ -204,7 +204,8 @@ pub async fn revoke(cp: &ControlPlane, member: MemberId, slug: &Slug, token_id: 
     .await
     .map_err(db_error)?
     .ok_or_else(not_found)?;
-    projection::remove_token(&mut cp.redis(), cp.keys(), &hash).await.map_err(projection::failed)
+    projection::remove_token(&mut cp.redis(), cp.keys(), &hash).await.map_err(projection::failed)?;
+    cp.engine().confirm_replicated(&[cp.keys().token(&hash)]).await
 }
 
 /// Revokes every token of a queue being deleted, returning all their hashes (revoked earlier or

@@ -189,6 +189,16 @@ impl Engine {
         self
     }
 
+    /// Returns once the replicas `AQS_REDIS_REPLICA_ACKS` asks for have this process's writes to
+    /// `key`'s primary: for writes made outside the scripts, such as the control plane's projection
+    /// of settings and tokens, which share this engine's connection.
+    pub async fn confirm_replicated(&self, keys: &[String]) -> ApiResult<()> {
+        for key in keys {
+            self.acks.confirm(&self.conn, key).await?;
+        }
+        Ok(())
+    }
+
     /// This process among the replicas (storage leases, wake-ups).
     pub fn replica(&self) -> &str {
         &self.replica
