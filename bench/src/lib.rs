@@ -47,11 +47,15 @@ pub struct Options {
     pub scale: Scale,
     /// Run only these scenario groups (see `GROUPS`); all when empty.
     pub only: Vec<String>,
+    /// A data-plane process on the same Redis with `AQS_REDIS_REPLICA_ACKS=1`, and an empty Redis
+    /// the `replica_acks` group attaches as a replica for its windows; without both it is skipped.
+    pub acks_url: Option<String>,
+    pub replica_redis_url: Option<String>,
 }
 
 /// The scenario groups, in the order they run. The peer groups come last: they compare with the
 /// AQS figures of the same run.
-pub const GROUPS: [&str; 9] = [
+pub const GROUPS: [&str; 10] = [
     "publish_single",
     "publish_batch",
     "consume_ack",
@@ -59,6 +63,7 @@ pub const GROUPS: [&str; 9] = [
     "end_to_end",
     "memory",
     "idle_polls",
+    "replica_acks",
     "rabbitmq",
     "nats",
 ];
@@ -89,6 +94,7 @@ pub async fn run(options: &Options) -> anyhow::Result<Vec<ScenarioResult>> {
             "end_to_end" => scenarios::end_to_end::run(&mut ctx).await,
             "memory" => scenarios::memory::run(&mut ctx).await,
             "idle_polls" => scenarios::idle_polls::run(&mut ctx).await,
+            "replica_acks" => scenarios::replica_acks::run(&mut ctx).await,
             "rabbitmq" => scenarios::vs_peers::rabbitmq(&mut ctx).await,
             "nats" => scenarios::vs_peers::jetstream(&mut ctx).await,
             other => unreachable!("group {other} is in GROUPS but has no scenario"),
@@ -125,6 +131,8 @@ pub async fn smoke(base_url: &str, redis_url: &str, aqs_pid: u32) -> anyhow::Res
         bullmq: None,
         scale: Scale::smoke(),
         only: Vec::new(),
+        acks_url: None,
+        replica_redis_url: None,
     };
     let results = run(&options).await;
     stop.send(()).ok();

@@ -56,10 +56,16 @@ enum Command {
         #[arg(long)]
         smoke: bool,
         /// Run only these scenario groups (comma-separated): publish_single, publish_batch,
-        /// consume_ack, wakeup, end_to_end, memory, idle_polls, rabbitmq, nats (a peer group also
+        /// consume_ack, wakeup, end_to_end, memory, idle_polls, replica_acks, rabbitmq, nats (a peer group also
         /// runs the AQS groups it is compared with).
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,
+        /// A data-plane `aqs` with AQS_REDIS_REPLICA_ACKS=1 on the same Redis (replica_acks).
+        #[arg(long, requires = "replica_redis")]
+        acks_url: Option<String>,
+        /// An empty Redis that replica_acks attaches as a replica of --redis for its windows.
+        #[arg(long, requires = "acks_url")]
+        replica_redis: Option<String>,
         /// Tokio worker threads of the load generator; it shares the machine with the server.
         #[arg(long, default_value_t = 2)]
         client_threads: usize,
@@ -87,7 +93,19 @@ fn main() -> anyhow::Result<()> {
             println!("{}", table::render(&results));
             Ok(())
         }
-        Command::Run { url, redis, aqs_pid, floor_url, bullmq, quick, smoke, only, client_threads } => {
+        Command::Run {
+            url,
+            redis,
+            aqs_pid,
+            floor_url,
+            bullmq,
+            quick,
+            smoke,
+            only,
+            acks_url,
+            replica_redis,
+            client_threads,
+        } => {
             let bullmq = match bullmq {
                 Some(path) => Some(BullmqResults::parse(
                     &std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?,
@@ -101,7 +119,17 @@ fn main() -> anyhow::Result<()> {
             } else {
                 Scale::full()
             };
-            let options = Options { base_url: url, redis_url: redis, aqs_pid, floor_url, bullmq, scale, only };
+            let options = Options {
+                base_url: url,
+                redis_url: redis,
+                aqs_pid,
+                floor_url,
+                bullmq,
+                scale,
+                only,
+                acks_url,
+                replica_redis_url: replica_redis,
+            };
             let runtime =
                 tokio::runtime::Builder::new_multi_thread().worker_threads(client_threads).enable_all().build()?;
             let results = runtime.block_on(aqs_bench::run(&options))?;

@@ -10,6 +10,7 @@ pub mod open_loop;
 pub mod publish_batch;
 pub mod publish_single;
 pub mod redis_cost;
+pub mod replica_acks;
 pub mod vs_peers;
 pub mod wakeup;
 
@@ -32,6 +33,10 @@ pub struct Ctx {
     pub peak_single: Option<f64>,
     /// AQS's figures from this run, for the rows that compare it with RabbitMQ and JetStream.
     pub aqs: SideFigures,
+    /// The data-plane process with replica acks, and the Redis to attach as a replica
+    /// (`replica_acks`).
+    pub acks: Option<Target>,
+    pub replica_redis_url: Option<String>,
 }
 
 impl Ctx {
@@ -42,6 +47,10 @@ impl Ctx {
             None => None,
         };
         let tenancy = Tenancy::new(&target).await?;
+        let acks = match &options.acks_url {
+            Some(url) => Some(Target::parse(url).await?),
+            None => None,
+        };
         Ok(Self {
             target,
             floor,
@@ -52,6 +61,8 @@ impl Ctx {
             tenancy,
             peak_single: None,
             aqs: SideFigures::default(),
+            acks,
+            replica_redis_url: options.replica_redis_url.clone(),
         })
     }
 
