@@ -57,9 +57,11 @@ impl DataPlane {
     pub async fn new(config: &Config, redis: RedisConn) -> anyhow::Result<Self> {
         let state = Self::new_unchecked(config, redis);
         let mut conn = state.engine.conn();
-        for (script, _) in state.engine.scripts().named() {
+        let named = state.engine.scripts().named();
+        for (script, _) in named {
             script.prepare_invoke().load_async(&mut conn).await.context("loading the data-plane Lua scripts")?;
         }
+        aqs_core::metrics::scripts_known(&named.map(|(_, name)| name));
         Ok(state)
     }
 

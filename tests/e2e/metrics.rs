@@ -91,6 +91,13 @@ async fn start_metered() -> (Redis, Server, String) {
 async fn traffic_shows_in_the_scrape_by_route_status_and_script() {
     let (_redis, server, url) = start_metered().await;
     let before = Scrape::of(&url).await;
+    // Series that alerts read exist at zero before their first event.
+    for (mode, outcome) in [("message", "acked"), ("message", "dead_lettered"), ("batch", "partial")] {
+        let labels = [("mode", mode), ("outcome", outcome)];
+        assert!(before.has("aqs_push_deliveries_total", &labels), "{mode} {outcome} at zero");
+    }
+    assert!(before.has("aqs_redis_script_errors_total", &[("script", "publish_one")]));
+    assert_eq!(before.sum("aqs_redis_script_errors_total", &[]), 0.0);
 
     let tenant = Tenant::sign_up(&server, json!({"name": "metered"})).await;
     for i in 0..5 {

@@ -66,7 +66,31 @@ pub fn enabled() -> bool {
 /// [`describe`] has given every series its help text.
 pub fn set_enabled() {
     describe();
+    // Counters a dashboard or alert reads exist at zero from the start, not from their first event.
+    for (mode, outcome) in PUSH_OUTCOMES {
+        metrics::counter!(PUSH_DELIVERIES, "mode" => *mode, "outcome" => *outcome).increment(0);
+    }
     ENABLED.store(true, Ordering::Relaxed);
+}
+
+/// Every (mode, outcome) a push delivery is counted under.
+const PUSH_OUTCOMES: &[(&str, &str)] = &[
+    ("message", "acked"),
+    ("message", "retried"),
+    ("message", "dead_lettered"),
+    ("batch", "acked"),
+    ("batch", "retried"),
+    ("batch", "partial"),
+];
+
+/// Registers each message script's error counter at zero (the data plane calls it with the
+/// scripts it loaded), so an alert on script errors has a series before the first one.
+pub fn scripts_known(scripts: &[&'static str]) {
+    if enabled() {
+        for script in scripts {
+            metrics::counter!(SCRIPT_ERRORS, "script" => *script).increment(0);
+        }
+    }
 }
 
 fn describe() {
