@@ -9,8 +9,61 @@ as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else die "need root to run: $*"; fi
 }
 
+# What apt_install waits for and runs. The defaults are the system's; a test points them
+# elsewhere: AQS_APT_LOCKS (the lock files, space-separated), AQS_APT_GET (a command run instead
+# of `apt-get` as root), AQS_APT_LOCK_TIMEOUT (the longest wait for the locks, in seconds).
+APT_LOCKS=${AQS_APT_LOCKS:-/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock /var/cache/apt/archives/lock}
+APT_LOCK_TIMEOUT=${AQS_APT_LOCK_TIMEOUT:-900}
 APT_UPDATED=""
-# apt_install PKG...: installs Debian packages that are missing, saying so.
+
+# apt_lock_holders: names each lock file of APT_LOCKS some process holds, with that process
+# ("unattended-upgr (pid 812) holds /var/lib/dpkg/lock-frontend"), read from /proc/locks, which
+# lists the POSIX locks apt and dpkg take as well as flock(1)'s; prints nothing when all are free.
+apt_lock_holders() {
+  local lock inode pid name out=""
+  for lock in $APT_LOCKS; do
+    [ -e "$lock" ] || continue
+    inode=$(stat -c %i "$lock") || continue
+    # A line is "1: POSIX  ADVISORY  WRITE 812 fe:00:770190 0 EOF" ("1: -> …" for a waiter): the
+    # pid comes just before "major:minor:inode".
+    while read -r pid; do
+      name=$(cat "/proc/$pid/comm" 2>/dev/null || echo "a process")
+      out+="${out:+; }$name (pid $pid) holds $lock"
+    done < <(awk -v inode="$inode" '$2 != "->" { for (i = 2; i <= NF; i++) if ($i ~ /^[0-9a-f]+:[0-9a-f]+:[0-9]+$/) {
+        n = split($i, f, ":"); if (f[n] == inode) print $(i - 1); break } }' /proc/locks 2>/dev/null | sort -u)
+  done
+  [ -z "$out" ] || echo "$out"
+}
+
+# apt_wait_for_locks: returns once no other apt or dpkg holds a lock apt_install needs (as on a
+# fresh cloud machine running unattended upgrades), saying that it waits and for whom; dies after
+# APT_LOCK_TIMEOUT seconds.
+apt_wait_for_locks() {
+  local holders said="" deadline=$(( SECONDS + APT_LOCK_TIMEOUT ))
+  while holders=$(apt_lock_holders) && [ -n "$holders" ]; do
+    if [ -z "$said" ]; then
+      log "waiting for another apt/dpkg to finish: $holders (up to $APT_LOCK_TIMEOUT s)"
+      said=1
+    fi
+    [ $SECONDS -lt $deadline ] || die "apt/dpkg is still busy after $APT_LOCK_TIMEOUT s ($holders); run this again once it is done"
+    sleep 1
+  done
+  [ -z "$said" ] || log "apt/dpkg is free again"
+}
+
+# apt_get ARGS...: apt-get as root, told to wait for its locks too (should another apt take one
+# between apt_wait_for_locks and its start).
+apt_get() {
+  local wait=(-o "DPkg::Lock::Timeout=$APT_LOCK_TIMEOUT")
+  if [ -n "${AQS_APT_GET:-}" ]; then
+    DEBIAN_FRONTEND=noninteractive "$AQS_APT_GET" "${wait[@]}" "$@"
+  else
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get "${wait[@]}" "$@"
+  fi
+}
+
+# apt_install PKG...: installs Debian packages that are missing, saying so; waits while another
+# apt or dpkg runs.
 apt_install() {
   local missing=()
   for pkg in "$@"; do
@@ -18,14 +71,19 @@ apt_install() {
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   log "installing from the distribution's packages: ${missing[*]}"
-  if [ -z "$APT_UPDATED" ]; then as_root apt-get update -qq >&2; APT_UPDATED=1; fi
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  if [ -z "$APT_UPDATED" ]; then
+    apt_wait_for_locks
+    apt_get update -qq >&2 || die "apt-get update failed (see above)"
+    APT_UPDATED=1
+  fi
+  apt_wait_for_locks
+  apt_get install -y -qq --no-install-recommends "${missing[@]}" >&2 || die "could not install ${missing[*]} (see above)"
 }
 
 pg_bin() {
   local dir
-  dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
-  [ -n "$dir" ] || die "PostgreSQL binaries not found under /usr/lib/postgresql"
+  dir=$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+  [ -d "$dir" ] || die "PostgreSQL binaries not found under /usr/lib/postgresql"
   echo "$dir"
 }
 
@@ -53,6 +111,36 @@ free_port() {
   die "no free port found"
 }
 
+# addr_taken HOST:PORT: true when something accepts connections there (a wildcard host is asked
+# on the loopback address).
+addr_taken() {
+  local host=${1%:*} port=${1##*:}
+  host=${host#[}; host=${host%]}
+  case "$host" in "" | 0.0.0.0 | "*") host=127.0.0.1 ;; ::) host=::1 ;; esac
+  (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null
+}
+
+# choose_addr VAR DEFAULT WHAT: the listen address in VAR. Set (even to DEFAULT), it is kept as it
+# is, and taken it is an error: a second server would fail to bind while the first answered in
+# its place. Unset, it is DEFAULT, or a free port on the same host when DEFAULT is taken (a
+# second infra/up), which is said. Set to empty, WHAT is off. Exports VAR.
+choose_addr() {
+  local var=$1 default=$2 what=$3 addr
+  if [ -n "${!var+set}" ]; then
+    addr=${!var}
+    if [ -n "$addr" ] && addr_taken "$addr"; then
+      die "$var=$addr is already in use (another infra/up?): stop what listens there, set $var to another address, or unset it to let infra/up pick a free port"
+    fi
+  else
+    addr=$default
+    if addr_taken "$addr"; then
+      addr="${default%:*}:$(free_port)"
+      log "$default is taken (another infra/up?): $what on $addr instead"
+    fi
+  fi
+  export "$var=$addr"
+}
+
 # wait_for_port PORT SECONDS
 wait_for_port() {
   local deadline=$(( SECONDS + $2 ))
@@ -65,10 +153,10 @@ wait_for_port() {
 # start_redis DIR: starts a private Redis with AOF (everysec) and noeviction in DIR; sets REDIS_PORT.
 # Reuses the port recorded in DIR when there is one, so data and URLs survive a restart.
 start_redis() {
-  local dir=$1 attempt
+  local dir=$1
   mkdir -p "$dir"
   REDIS_PORT=$(cat "$dir/port" 2>/dev/null || true)
-  for attempt in 1 2 3; do
+  for _ in 1 2 3; do
     if [ -z "$REDIS_PORT" ] || (exec 3<>"/dev/tcp/127.0.0.1/$REDIS_PORT") 2>/dev/null; then REDIS_PORT=$(free_port); fi
     echo "$REDIS_PORT" > "$dir/port"
     cat > "$dir/redis.conf" <<CONF
@@ -118,6 +206,7 @@ start_postgres() {
   local dir bin run=()
   bin=$(pg_bin)
   dir=$(pg_home "$1")
+  # shellcheck disable=SC2034 # for the caller
   PG_HOME=$dir
   [ "$dir" = "$1" ] || log "the postgres user cannot enter $1; PostgreSQL keeps its data in $dir"
   [ "$(id -u)" = 0 ] && run=(runuser -u postgres --)
@@ -126,8 +215,8 @@ start_postgres() {
       || die "initdb failed; see $dir/initdb.log"
   fi
   PG_PORT=$(cat "$dir/port" 2>/dev/null || true)
-  local attempt started=""
-  for attempt in 1 2 3; do
+  local started=""
+  for _ in 1 2 3; do
     if [ -z "$PG_PORT" ] || (exec 3<>"/dev/tcp/127.0.0.1/$PG_PORT") 2>/dev/null; then PG_PORT=$(free_port); fi
     "${run[@]}" sh -c "echo $PG_PORT > '$dir/port'"
     if "${run[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
@@ -181,13 +270,66 @@ wait_for_health() {
   done
 }
 
+# require_rust: dies unless rustc is at least the version the workspace needs: Cargo.toml's
+# rust-version, or a later one a locked dependency asks for (cargo tells offline once the
+# dependencies are downloaded; otherwise the build says so itself). Names what it found.
+require_rust() {
+  if ! command -v cargo >/dev/null || ! command -v rustc >/dev/null; then
+    die "Rust is required: install it with rustup (https://rustup.rs); Debian's own rustc is too old for this workspace"
+  fi
+  local found need deps host
+  found=$(rustc --version | sed -n 's/^rustc \([0-9][0-9.]*\).*/\1/p')
+  need=$(sed -n 's/^rust-version *= *"\([^"]*\)".*/\1/p' Cargo.toml | head -n 1)
+  host=$(rustc -vV | sed -n 's/^host: //p')
+  deps=$(cargo metadata --format-version 1 --locked --offline --filter-platform "$host" 2>/dev/null \
+    | grep -o '"rust_version":"[^"]*"' | sed 's/.*:"\(.*\)"/\1/' | sort -V | tail -n 1 || true)
+  if [ -n "$deps" ] && version_lt "$need" "$deps"; then need=$deps; fi
+  [ -n "$found" ] || die "cannot tell the version of $(command -v rustc) ($(rustc --version 2>&1 | head -n 1))"
+  if [ -n "$need" ] && version_lt "$found" "$need"; then
+    die "this workspace needs Rust $need or later; $(command -v rustc) is $found. Update it with \`rustup update\` (without rustup, install it from https://rustup.rs: Debian's own rustc is too old)"
+  fi
+}
+
+# version_lt A B: true when version A is older than B (1.88 and 1.88.0 are the same).
+version_lt() {
+  local a b
+  a=$(version_norm "$1"); b=$(version_norm "$2")
+  [ "$a" != "$b" ] && [ "$(printf '%s\n%s\n' "$a" "$b" | sort -V | head -n 1)" = "$a" ]
+}
+
+version_norm() {
+  local major minor patch
+  IFS=. read -r major minor patch _ <<<"$1"
+  echo "${major:-0}.${minor:-0}.${patch:-0}"
+}
+
+# artifact_path NAME: reads cargo's JSON messages on stdin and prints where binary NAME was built
+# (not a test harness of it).
+artifact_path() {
+  grep '"reason":"compiler-artifact"' | grep -F '"kind":["bin"]' | grep -F "\"name\":\"$1\"" \
+    | grep -F '"test":false' | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1
+}
+
 # cargo_build_bin NAME: builds binary NAME in release mode and prints its path, wherever cargo
 # puts it (CARGO_TARGET_DIR, build.target-dir): cargo says so itself in its JSON messages.
 cargo_build_bin() {
-  local path
-  path=$(cargo build --release --locked --bin "$1" --message-format=json-render-diagnostics \
-    | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
-  [ -n "$path" ] && [ -x "$path" ] || die "cargo did not report where it built $1"
+  local json path
+  json=$(cargo build --release --locked --bin "$1" --message-format=json-render-diagnostics) \
+    || die "the build of $1 failed (cargo's errors are above; if they name a rustc version, run \`rustup update\`)"
+  path=$(printf '%s\n' "$json" | artifact_path "$1")
+  [ -x "$path" ] || die "cargo did not report where it built $1"
+  echo "$path"
+}
+
+# cargo_test_bin NAME: builds every test of the workspace, as `cargo test --workspace` does (so
+# infra/test's own run rebuilds nothing), which builds binary NAME in debug mode for the
+# end-to-end tests, and prints that binary's path as cargo reports it.
+cargo_test_bin() {
+  local json path
+  json=$(cargo test --workspace --locked --no-run --message-format=json-render-diagnostics) \
+    || die "the test build failed (cargo's errors are above)"
+  path=$(printf '%s\n' "$json" | artifact_path "$1")
+  [ -x "$path" ] || die "cargo did not report where it built $1"
   echo "$path"
 }
 
@@ -231,6 +373,13 @@ JSON
   echo $! > "$dir/pebble.pid"
   wait_for_port "$ACME_PORT" 20 || die "pebble did not start; see $dir/pebble.log"
   wait_for_port "$DNS_MGMT_PORT" 20 || die "pebble-challtestsrv did not start; see $dir/challtestsrv.log"
+}
+
+# dns_record KIND JSON: sets a record (add-a, set-cname, set-txt…) in the local DNS start_pebble
+# started.
+dns_record() {
+  curl -fsS -X POST "http://127.0.0.1:$DNS_MGMT_PORT/$1" -d "$2" >/dev/null \
+    || die "could not set a record in the local DNS (POST /$1 $2)"
 }
 
 stop_pebble() {

@@ -182,7 +182,7 @@ fn a_taken_default_port_is_replaced_by_a_free_one_and_a_taken_setting_is_refused
     assert_ne!(other, default);
     assert!(other.starts_with("127.0.0.1:"), "{said}");
     assert!(
-        said.contains(&format!("{default} is taken")) && said.contains(&format!("the thing listens on {other}")),
+        said.contains(&format!("{default} is taken")) && said.contains(&format!("the thing on {other} instead")),
         "{said}"
     );
     TcpListener::bind(&other).expect("the chosen port is free");
