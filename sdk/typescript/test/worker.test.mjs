@@ -2,7 +2,7 @@
 // concurrent batches with none lost, the metrics endpoint, and Ctrl-C.
 
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -123,6 +123,7 @@ test("Ctrl-C finishes the batch in hand, acks it and exits 0", async (t) => {
     env: { WORKER_GATE: gate },
   });
   t.after(() => worker.stop("SIGKILL"));
+  t.after(() => rmSync(gate, { force: true }));
   await worker.line(/^started$/);
   worker.child.kill("SIGINT");
   await worker.line(/SIGINT: finishing the batch in hand/);
