@@ -162,7 +162,8 @@ impl ApiError {
 }
 
 /// Whether Redis cannot serve right now but will again: unreachable, or still loading its dataset
-/// after a restart (the window grows with the AOF), or a cluster mid-failover.
+/// after a restart (the window grows with the AOF), or mid-failover (a cluster without a primary
+/// for a slot, or a server that was the primary and is a read-only replica now).
 pub fn redis_is_unavailable(err: &redis::RedisError) -> bool {
     use redis::{ErrorKind, ServerErrorKind};
     err.is_io_error()
@@ -172,7 +173,10 @@ pub fn redis_is_unavailable(err: &redis::RedisError) -> bool {
         || matches!(
             err.kind(),
             ErrorKind::Server(
-                ServerErrorKind::BusyLoading | ServerErrorKind::ClusterDown | ServerErrorKind::MasterDown
+                ServerErrorKind::BusyLoading
+                    | ServerErrorKind::ClusterDown
+                    | ServerErrorKind::MasterDown
+                    | ServerErrorKind::ReadOnly
             )
         )
 }

@@ -10,8 +10,10 @@
 //!
 //! The load: producers publishing with idempotency keys (a 503 is retried with the same key),
 //! consumers receiving batches and acknowledging them (an ack that fails is retried). Afterwards
-//! the queue is drained. Lost: a publish answered 2xx whose message was never acknowledged by the
-//! end. Delivered again: a message returned by a consume that was sent after its ack was answered.
+//! the queue is drained. Lost: a publish answered 2xx whose message no consume ever returned (an
+//! ack answered 503 may still have acted, so an unconfirmed ack is no loss; the drain receives
+//! everything still stored). Delivered again: a message returned by a consume that was sent after
+//! its ack was answered 2xx.
 
 use crate::harness::{Redis, Server, Tenant, fresh_database};
 use serde_json::{Value, json};
@@ -20,10 +22,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// How long the replica stops replicating before its primary dies.
-const REPLICA_SLEEP_S: u32 = 3;
+/// How long the replica stops replicating; its primary dies before it wakes.
+const REPLICA_SLEEP_S: u32 = 6;
+/// How far the replica must be behind when its primary dies, unless time runs out first: more
+/// than the loopback sockets between them can hold, so that some of it never left the primary.
+const LAG_BYTES: u64 = 24 << 20;
 const PRODUCERS: usize = 3;
-const BODY_BYTES: usize = 32 * 1024;
+const BODY_BYTES: usize = 256 * 1024;
 const CONSUMERS: usize = 2;
 
 /// What the load saw, for the checker.
@@ -31,6 +36,8 @@ const CONSUMERS: usize = 2;
 struct Ledger {
     /// Message id of every publish answered 2xx.
     published: HashSet<String>,
+    /// Every message a consume returned.
+    delivered: HashSet<String>,
     /// When each message's ack was answered 2xx (the first time).
     acked: HashMap<String, Instant>,
     /// Messages a consume returned although it was sent after their ack was answered.
@@ -135,6 +142,7 @@ async fn consume(tenant: Arc<Tenant>, ledger: Arc<Mutex<Ledger>>, until: Instant
             let mut ledger = ledger.lock().unwrap();
             for message in &messages {
                 let id = message["id"].as_str().unwrap().to_owned();
+                ledger.delivered.insert(id.clone());
                 if ledger.acked.get(&id).is_some_and(|at| *at < sent) {
                     ledger.again.push(id.clone());
                 }
@@ -185,7 +193,7 @@ async fn run_load(tenant: Tenant, fail_after: Duration, load: Duration, fail: im
     }
     let stats = tenant.queue.stats().await.expect("stats after the load");
     let ledger = ledger.lock().unwrap();
-    let lost = ledger.published.iter().filter(|id| !ledger.acked.contains_key(*id)).count();
+    let lost = ledger.published.iter().filter(|id| !ledger.delivered.contains(*id)).count();
     let first = ledger.refused.iter().map(|(_, at)| *at).min();
     let last = ledger.refused.iter().map(|(_, at)| *at).max();
     Outcome {
@@ -200,6 +208,30 @@ async fn run_load(tenant: Tenant, fail_after: Duration, load: Duration, fail: im
             counts
         }),
     }
+}
+
+/// How many bytes of replication stream `primary` has that its replica has not confirmed.
+fn replication_lag(primary: &Redis) -> u64 {
+    let Ok(mut conn) = redis::Client::open(primary.url()).unwrap().get_connection() else { return 0 };
+    let info: String = redis::cmd("INFO").arg("replication").query(&mut conn).unwrap_or_default();
+    let field = |name: &str| info.lines().find_map(|l| l.strip_prefix(name)).map(str::trim).map(str::to_owned);
+    let master: u64 = field("master_repl_offset:").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let replica = field("slave0:")
+        .and_then(|v| v.split(',').find_map(|kv| kv.strip_prefix("offset=")).and_then(|o| o.parse::<u64>().ok()))
+        .unwrap_or(master);
+    master.saturating_sub(replica)
+}
+
+/// Puts `replica` to sleep, then kills `primary` once the replica is [`LAG_BYTES`] behind or a
+/// second before it would wake, whichever comes first.
+async fn kill_while_behind(primary: &mut Redis, replica: &Redis) {
+    put_to_sleep(replica);
+    let deadline = Instant::now() + Duration::from_secs(u64::from(REPLICA_SLEEP_S) - 1);
+    while replication_lag(primary) < LAG_BYTES && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!("killing the primary {} KiB ahead of its replica", replication_lag(primary) >> 10);
+    primary.kill9();
 }
 
 /// Stops replication for [`REPLICA_SLEEP_S`] (in the background) and lets the primary run on.
@@ -322,10 +354,8 @@ async fn sentinel_run(replica_acks: &str) -> Outcome {
     .await;
     let tenant = Tenant::sign_up(&server, json!({"name": "failover", "max_attempts": 100})).await;
     let (old_port, new_port) = (primary.port, replica.port);
-    let outcome = run_load(tenant, Duration::from_secs(2), Duration::from_secs(12), async || {
-        put_to_sleep(&replica);
-        tokio::time::sleep(Duration::from_millis(1500)).await;
-        primary.kill9();
+    let outcome = run_load(tenant, Duration::from_secs(2), Duration::from_secs(15), async || {
+        kill_while_behind(&mut primary, &replica).await;
         until("the Sentinels promote the replica", Duration::from_secs(30), || sentinels.primary() == Some(new_port))
             .await;
         // The old primary comes back and the Sentinels make it a replica of the new one.
@@ -443,10 +473,11 @@ async fn cluster_run(replica_acks: &str) -> Outcome {
     .await;
     let tenant = Tenant::sign_up(&server, json!({"name": "failover", "max_attempts": 100})).await;
     let (primary, replica) = cluster.serving(&format!("{{q:{}}}", tenant.id));
-    let outcome = run_load(tenant, Duration::from_secs(2), Duration::from_secs(12), async || {
-        put_to_sleep(&cluster.nodes[replica]);
-        tokio::time::sleep(Duration::from_millis(1500)).await;
-        cluster.nodes[primary].kill9();
+    let outcome = run_load(tenant, Duration::from_secs(2), Duration::from_secs(15), async || {
+        let (before, after) = cluster.nodes.split_at_mut(primary.max(replica));
+        let (primary_node, replica_node) =
+            if primary < replica { (&mut before[primary], &after[0]) } else { (&mut after[0], &before[replica]) };
+        kill_while_behind(primary_node, replica_node).await;
         let promoted = &cluster.nodes[replica];
         until("the cluster promotes the replica", Duration::from_secs(30), || role(promoted) == "master").await;
         // The old primary comes back and rejoins as a replica of the new one.

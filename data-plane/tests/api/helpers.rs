@@ -76,10 +76,14 @@ pub async fn spawn_app_with(namespace: &str, adjust: impl FnOnce(&mut Config)) -
 /// configured Redis URL, which only the subscriber dials, points at a closed port.
 pub async fn spawn_app_without_subscriber() -> TestApp {
     let namespace = format!("t{}", hex::encode(rand::random::<[u8; 6]>()));
-    // No Redis URL in its settings: the wake-up subscriber does not run at all, so nothing but a
-    // publish through this process (or a poll's own timer) can wake its long polls.
-    let config = Config::for_tests("", "", &namespace);
-    let redis = redis_conn::connect(&[redis_url()]).await.expect("test Redis");
+    // Its subscriptions go to a closed port: the wake-up subscriber never listens, so nothing but
+    // a publish through this process (or a poll's own timer) can wake its long polls.
+    let config = Config::for_tests("", &redis_url(), &namespace);
+    let RedisConn::Single(manager, _) = redis_conn::connect(&[redis_url()]).await.expect("test Redis") else {
+        panic!("the test Redis is a single server")
+    };
+    let nowhere = redis::Client::open(format!("redis://127.0.0.1:{}", closed_port())).unwrap();
+    let redis = RedisConn::Single(manager, std::sync::Arc::new(nowhere));
     let state = DataPlane::new(&config, redis.clone()).await.expect("data plane");
     start_with(state, redis, &namespace).await
 }
