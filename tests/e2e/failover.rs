@@ -120,7 +120,7 @@ async fn produce(tenant: Arc<Tenant>, ledger: Arc<Mutex<Ledger>>, producer: usiz
 async fn consume(tenant: Arc<Tenant>, ledger: Arc<Mutex<Ledger>>, until: Instant) {
     let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
     let mut empty = 0;
-    let give_up = until + Duration::from_secs(60);
+    let give_up = until + Duration::from_secs(150);
     while (Instant::now() < until || empty < 4) && Instant::now() < give_up {
         let sent = Instant::now();
         let request = json!({"max_messages": 10, "max_wait_seconds": 1, "visibility_seconds": 3});
@@ -276,7 +276,7 @@ impl Sentinels {
                 &conf,
                 format!(
                     "port {port}\nbind 127.0.0.1\ndir {}\nsentinel monitor aqs 127.0.0.1 {primary} 2\n\
-                     sentinel down-after-milliseconds aqs 1000\nsentinel failover-timeout aqs 4000\n\
+                     sentinel down-after-milliseconds aqs 1000\nsentinel failover-timeout aqs 2000\n\
                      sentinel parallel-syncs aqs 1\n",
                     sentinels.dir.display()
                 ),
@@ -356,7 +356,7 @@ async fn sentinel_run(replica_acks: &str) -> Outcome {
     let (old_port, new_port) = (primary.port, replica.port);
     let outcome = run_load(tenant, Duration::from_secs(2), Duration::from_secs(15), async || {
         kill_while_behind(&mut primary, &replica).await;
-        until("the Sentinels promote the replica", Duration::from_secs(30), || sentinels.primary() == Some(new_port))
+        until("the Sentinels promote the replica", Duration::from_secs(90), || sentinels.primary() == Some(new_port))
             .await;
         // The old primary comes back and the Sentinels make it a replica of the new one.
         primary.restart();
@@ -479,7 +479,7 @@ async fn cluster_run(replica_acks: &str) -> Outcome {
             if primary < replica { (&mut before[primary], &after[0]) } else { (&mut after[0], &before[replica]) };
         kill_while_behind(primary_node, replica_node).await;
         let promoted = &cluster.nodes[replica];
-        until("the cluster promotes the replica", Duration::from_secs(30), || role(promoted) == "master").await;
+        until("the cluster promotes the replica", Duration::from_secs(90), || role(promoted) == "master").await;
         // The old primary comes back and rejoins as a replica of the new one.
         cluster.nodes[primary].restart();
     })
