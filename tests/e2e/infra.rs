@@ -120,14 +120,16 @@ fn apt_install_waits_while_another_apt_holds_its_locks_and_says_so() {
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let package = "aqs-e2e-no-such-package";
 
-    // Another apt holds the lists lock (as `apt-get update` does) for two seconds, and writes down
-    // when it lets go, just before it does.
-    let released = dir.path("released");
+    // Another apt holds the lists lock (as `apt-get update` does) until apt_install has said it
+    // waits, then lets go, writing down when just before it does.
+    let (released, go, installer_log) = (dir.path("released"), dir.path("go"), dir.path("installer.log"));
     let output = with_lib_env(
-        r#"flock "$1" sh -c "sleep 2; date +%s.%N > '$3'" & holder=$!
+        r#"flock "$1" sh -c "until [ -e '$4' ]; do sleep 0.05; done; date +%s.%N > '$3'" & holder=$!
         until [ -n "$(apt_lock_holders)" ]; do sleep 0.05; done
-        apt_install "$2"; wait "$holder""#,
-        &[&lists, package, &released],
+        apt_install "$2" 2>"$5" & installer=$!
+        until grep -q "waiting for another" "$5"; do sleep 0.05; done
+        touch "$4"; status=0; wait "$installer" || status=$?; wait "$holder"; cat "$5" >&2; exit "$status""#,
+        &[&lists, package, &released, &go, &installer_log],
         &env,
     );
     let said = text(&output);
