@@ -113,6 +113,21 @@ impl Drop for Redis {
     }
 }
 
+/// `aqs serve` on `port` with exactly these settings (nothing inherited from the `AQS_…`
+/// environment), its standard output going to `stdout`.
+pub fn serve_alone<K: AsRef<std::ffi::OsStr>, V: AsRef<std::ffi::OsStr>>(
+    port: u16,
+    envs: impl IntoIterator<Item = (K, V)>,
+    stdout: Stdio,
+) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_aqs"));
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("AQS_")) {
+        cmd.env_remove(key);
+    }
+    cmd.arg("serve").env("AQS_HTTP_ADDR", format!("127.0.0.1:{port}")).env("AQS_LOG", "warn");
+    cmd.envs(envs).stdin(Stdio::null()).stdout(stdout).spawn().unwrap()
+}
+
 /// A fresh database on the test PostgreSQL server, migrated by `aqs migrate`.
 pub async fn fresh_database() -> String {
     let base = aqs_testkit::database_url();

@@ -13,13 +13,7 @@ const RECEIPT: &str = "prod-receipt-secret-0123456789abcdefgh";
 
 /// `aqs serve` with these settings only, its log captured.
 fn serve(port: u16, envs: &[(&str, String)]) -> Child {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_aqs"));
-    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("AQS_")) {
-        cmd.env_remove(key);
-    }
-    cmd.arg("serve").env("AQS_HTTP_ADDR", format!("127.0.0.1:{port}")).env("AQS_LOG", "warn");
-    cmd.envs(envs.iter().map(|(k, v)| (*k, v.as_str())));
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).spawn().unwrap()
+    crate::harness::serve_alone(port, envs.iter().map(|(k, v)| (*k, v.as_str())), Stdio::piped())
 }
 
 /// The status and JSON of `GET path` once it answers `status`; fails after the tests' patience.

@@ -8,12 +8,7 @@ use std::time::{Duration, Instant};
 
 /// `aqs serve` with exactly these settings (nothing inherited from the `AQS_…` environment).
 fn serve(port: u16, envs: &[(&str, &str)]) -> Child {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_aqs"));
-    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("AQS_")) {
-        cmd.env_remove(key);
-    }
-    cmd.arg("serve").env("AQS_HTTP_ADDR", format!("127.0.0.1:{port}")).env("AQS_LOG", "warn");
-    cmd.envs(envs.iter().copied()).stdin(Stdio::null()).spawn().unwrap()
+    crate::harness::serve_alone(port, envs.iter().copied(), Stdio::inherit())
 }
 
 /// Waits until `request` is answered with `status`; fails if the process exits first.
