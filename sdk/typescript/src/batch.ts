@@ -7,6 +7,8 @@
  * - a handler that throws returns every message it did not decide, after an exponential backoff
  *   from 2 s (capped at 5 min); explicit decisions survive the throw. The server dead-letters a
  *   message once it used the queue's attempts.
+ * A batch made with a `retryDelaySeconds` (a wrangler consumer's `retry_delay`) uses it for a
+ * `retry()` without a delay and for a throw, as Cloudflare does.
  */
 
 import { decode } from "./body.js";
@@ -38,8 +40,10 @@ export class Message<Body = unknown> {
   /** The receipt that settles this delivery. */
   readonly receipt: string;
   #decision: Decision | undefined;
+  readonly #retryDelaySeconds: number;
 
-  constructor(wire: ConsumedMessage) {
+  constructor(wire: ConsumedMessage, retryDelaySeconds = 0) {
+    this.#retryDelaySeconds = retryDelaySeconds;
     this.id = wire.id;
     this.timestamp = new Date(wire.published_at);
     this.body = decode(wire.body_base64, wire.content_type) as Body;
@@ -55,7 +59,7 @@ export class Message<Body = unknown> {
   }
 
   retry(options: RetryOptions = {}): void {
-    this.#decision = { kind: "retry", delaySeconds: delayOf(options) };
+    this.#decision = { kind: "retry", delaySeconds: delayOf(options, this.#retryDelaySeconds) };
   }
 
   /** The handler's explicit decision, if it made one. */
@@ -68,10 +72,13 @@ export class MessageBatch<Body = unknown> {
   /** The queue's slug. */
   readonly queue: string;
   readonly messages: readonly Message<Body>[];
+  readonly #retryDelaySeconds: number | undefined;
 
-  constructor(queue: string, messages: readonly ConsumedMessage[]) {
+  /** `retryDelaySeconds`: the delay of a `retry()` that names none and of a throw. */
+  constructor(queue: string, messages: readonly ConsumedMessage[], retryDelaySeconds?: number) {
     this.queue = queue;
-    this.messages = messages.map((m) => new Message<Body>(m));
+    this.#retryDelaySeconds = retryDelaySeconds;
+    this.messages = messages.map((m) => new Message<Body>(m, retryDelaySeconds));
   }
 
   ackAll(): void {
@@ -87,7 +94,7 @@ export class MessageBatch<Body = unknown> {
     const out = new Map<Message<Body>, Decision>();
     for (const message of this.messages) {
       const fallback: Decision = threw
-        ? { kind: "retry", delaySeconds: throwBackoffSeconds(message.attempts) }
+        ? { kind: "retry", delaySeconds: this.#retryDelaySeconds ?? throwBackoffSeconds(message.attempts) }
         : { kind: "ack" };
       out.set(message, message.decision ?? fallback);
     }
@@ -95,8 +102,8 @@ export class MessageBatch<Body = unknown> {
   }
 }
 
-function delayOf(options: RetryOptions): number {
-  const delay = options.delaySeconds ?? 0;
+function delayOf(options: RetryOptions, fallback: number): number {
+  const delay = options.delaySeconds ?? fallback;
   if (!Number.isFinite(delay) || delay < 0) throw new RangeError("delaySeconds must be a number of seconds, 0 or more");
   return Math.floor(delay);
 }

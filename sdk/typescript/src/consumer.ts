@@ -3,15 +3,21 @@
  * handler decided (see batch.ts), repeat. `concurrency` loops run side by side, each with its own
  * batch. Stopping (the signal) ends each loop's long poll at once and lets each loop finish the
  * batch in hand; a batch that arrives after the stop was asked for is returned at once (nack
- * without delay), never left to its lease.
+ * without delay), never left to its lease. The handler gets `(batch, env, ctx)`; what it handed to
+ * `ctx.waitUntil` is awaited before the batch is settled.
  */
 
 import { MessageBatch, type Decision, type Message } from "./batch.js";
 import { BATCH_MAX, type Queue } from "./queue.js";
 import { newMetrics, type Metrics } from "./metrics.js";
 import { sleep } from "./http.js";
+import { Context, type ExecutionContext } from "./context.js";
 
-export type QueueHandler<Env = unknown, Body = unknown> = (batch: MessageBatch<Body>, env: Env) => unknown;
+export type QueueHandler<Env = unknown, Body = unknown> = (
+  batch: MessageBatch<Body>,
+  env: Env,
+  ctx: ExecutionContext,
+) => unknown;
 
 export interface ConsumerOptions<Env> {
   /** Messages per batch, 1 to 100 (default 10). */
@@ -22,6 +28,11 @@ export interface ConsumerOptions<Env> {
   visibilitySeconds?: number;
   /** Batches handled at once (default 1). */
   concurrency?: number;
+  /**
+   * The delay of a `retry()` that names none and of a throw (a wrangler consumer's `retry_delay`);
+   * left out, `retry()` is immediate and a throw backs off exponentially.
+   */
+  retryDelaySeconds?: number;
   /** The second argument of the handler. */
   env?: Env;
   /** Aborting it ends the long polls at once and stops the consumer after the batches in hand. */
@@ -76,7 +87,7 @@ async function loop<Env, Body>(
       await settle(queue, wire.map((m) => m.receipt), [], metrics, report);
       return;
     }
-    const batch = new MessageBatch<Body>(queue.name, wire);
+    const batch = new MessageBatch<Body>(queue.name, wire, options.retryDelaySeconds);
     await runOne(queue, batch, handler, options.env as Env, metrics, report);
   }
 }
@@ -93,13 +104,15 @@ export async function runOne<Env, Body>(
   metrics.runs++;
   let threw = false;
   let error: unknown;
+  const ctx = new Context();
   try {
-    await handler(batch, env);
+    await handler(batch, env, ctx);
   } catch (caught) {
     threw = true;
     error = caught;
     report(caught);
   }
+  await ctx.drain(report);
   const acks: string[] = [];
   const retries: Array<[Message<Body>, Extract<Decision, { kind: "retry" }>]> = [];
   for (const [message, decision] of batch.outcome(threw)) {

@@ -10,3 +10,19 @@ export { createSdk, push, type Sdk, type SdkOptions } from "./push.js";
 export { newMetrics, type Metrics } from "./metrics.js";
 export { runWorker, type WorkerOptions, type Binding } from "./worker.js";
 export type * from "./wire.js";
+export { runProject, type ProjectOptions } from "./project.js";
+export { readConfig, findConfig, tokenVariable, ConfigError, type ProjectConfig } from "./wrangler.js";
+export { BundleError } from "./bundle.js";
+export type { ExecutionContext } from "./context.js";
+export type { SendBatchOptions } from "./queue.js";
+export type { CloudflareContentType } from "./body.js";
+export type {
+  ExportedHandler,
+  ExportedHandlerFetchHandler,
+  ExportedHandlerQueueHandler,
+  QueueBinding,
+  QueueSendOptions,
+  QueueSendBatchOptions,
+  QueueRetryOptions,
+  MessageSendRequest,
+} from "./cloudflare.js";

@@ -32,7 +32,13 @@ export interface QueueOptions extends ConnectionOptions {
 }
 
 /** An entry of `sendBatch`: a body, or an object naming the body and its options. */
-export type BatchEntry = string | Uint8Array | ArrayBuffer | ({ body: unknown } & SendOptions);
+export type BatchEntry<Body = unknown> = string | Uint8Array | ArrayBuffer | ({ body: Body } & SendOptions);
+
+/** Options of a whole `sendBatch` (Cloudflare's `QueueSendBatchOptions`). */
+export interface SendBatchOptions {
+  /** The delay of every entry that names none. */
+  delaySeconds?: number;
+}
 
 export interface ConsumeOptions {
   /** 1 to 100 (default 10). */
@@ -48,7 +54,11 @@ export interface ConsumeOptions {
   signal?: AbortSignal;
 }
 
-export class Queue {
+/**
+ * `Body` types what `send` takes, so `Queue<Body>` also reads as Cloudflare's producer binding type
+ * in a Worker's `Env`.
+ */
+export class Queue<Body = unknown> {
   readonly name: string;
   readonly #conn: Connection;
   readonly #retries: boolean;
@@ -61,16 +71,24 @@ export class Queue {
   }
 
   /** Publishes one message: an object as JSON, a string as text, bytes as binary. */
-  async send(body: unknown, options: SendOptions = {}): Promise<Published> {
+  async send(body: Body, options: SendOptions = {}): Promise<Published> {
     return this.#conn.call<Published>("POST", this.#path("messages"), this.#withKey(encode(body, options)));
   }
 
-  /** Publishes up to 100 messages in one request; more throws and sends nothing. */
-  async sendBatch(entries: readonly BatchEntry[]): Promise<Published[]> {
-    if (!Array.isArray(entries) || entries.length === 0 || entries.length > BATCH_MAX) {
-      throw invalid(`sendBatch takes 1 to ${BATCH_MAX} entries; got ${Array.isArray(entries) ? entries.length : "none"}`);
+  /**
+   * Publishes up to 100 messages (an array or any iterable) in one request; more throws and sends
+   * nothing. `options.delaySeconds` delays every entry that names no delay of its own.
+   */
+  async sendBatch(entries: Iterable<BatchEntry<Body>>, options: SendBatchOptions = {}): Promise<Published[]> {
+    const list = entries !== null && typeof entries === "object" && Symbol.iterator in entries ? Array.from(entries) : null;
+    if (list === null || list.length === 0 || list.length > BATCH_MAX) {
+      throw invalid(`sendBatch takes 1 to ${BATCH_MAX} entries; got ${list === null ? "none" : list.length}`);
     }
-    const messages = entries.map((entry, index) => this.#withKey(encodeEntry(entry, index)));
+    const messages = list.map((entry, index) => {
+      const request = encodeEntry(entry, index);
+      if (options.delaySeconds !== undefined && request.delay_seconds === undefined) request.delay_seconds = options.delaySeconds;
+      return this.#withKey(request);
+    });
     const answer = await this.#conn.call<{ messages: Published[] }>("POST", this.#path("messages/batch"), { messages });
     return answer.messages;
   }
@@ -158,7 +176,7 @@ export class Queue {
 }
 
 /** In a batch a string or bytes is a body, and an object is always an entry with a `body`. */
-function encodeEntry(entry: BatchEntry, index: number): PublishRequest {
+function encodeEntry(entry: BatchEntry<unknown>, index: number): PublishRequest {
   if (typeof entry === "string" || isBytes(entry)) return encode(entry);
   if (entry === null || typeof entry !== "object" || Array.isArray(entry) || !("body" in entry)) {
     throw new AqsError("invalid_request", `entries[${index}] must be a string, bytes or {body, ...options}`, 0, {

@@ -4,6 +4,9 @@
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Queue } from "../dist/index.js";
 
@@ -11,6 +14,8 @@ export const URL_BASE = process.env.AQS_URL ?? "";
 if (!URL_BASE) throw new Error("set AQS_URL to a running AQS (infra/test does)");
 export const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
 export const EXAMPLES = fileURLToPath(new URL("../examples/", import.meta.url));
+export const FIXTURES = fileURLToPath(new URL("../test/fixtures/", import.meta.url));
+export const SDK = fileURLToPath(new URL("..", import.meta.url));
 
 const QUEUES_PER_MEMBER = 10;
 let member = null;
@@ -59,10 +64,15 @@ export async function drain(queue, count, waitSeconds = 2) {
 }
 
 /** Runs `aqs-worker` with `args`; lines of its stdout and stderr are collected as they come. */
-export function startWorker(args, { token, env = {} }) {
+export function startWorker(args, { token, env = {}, cwd } = {}) {
+  const environment = { ...process.env, AQS_URL: URL_BASE, ...env };
+  // A project run names each queue's token; AQS_TOKEN (infra/test-sdk's queue) stays out of it.
+  if (token === undefined) delete environment.AQS_TOKEN;
+  else environment.AQS_TOKEN = token;
   const child = spawn(process.execPath, [CLI, ...args], {
-    env: { ...process.env, AQS_URL: URL_BASE, AQS_TOKEN: token, ...env },
+    env: environment,
     stdio: ["ignore", "pipe", "pipe"],
+    ...(cwd === undefined ? {} : { cwd }),
   });
   const worker = { child, stdout: [], stderr: [], waiters: [] };
   const collect = (stream, lines) => {
@@ -119,4 +129,36 @@ export async function until(read, done, seconds = 60) {
 
 export async function metrics(port) {
   return (await fetch(`http://127.0.0.1:${port}/`)).json();
+}
+
+/**
+ * A copy of the fixture project `name` in a temporary folder, with each queue name of `renames`
+ * (`{"cf-emails": slug}`) replaced by the fresh queue's slug in every file, and this package
+ * installed as its `aqs` (for tsc). Removed by `t.after`.
+ */
+export function copyProject(t, name, renames = {}) {
+  const dir = mkdtempSync(join(tmpdir(), `aqs-cf-${name}-`));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  cpSync(join(FIXTURES, name), dir, { recursive: true });
+  const names = Object.keys(renames).sort((a, b) => b.length - a.length);
+  const rewrite = (folder) => {
+    for (const entry of readdirSync(folder)) {
+      const path = join(folder, entry);
+      if (statSync(path).isDirectory()) rewrite(path);
+      else if (names.length > 0) {
+        let text = readFileSync(path, "utf8");
+        for (const from of names) text = text.replace(new RegExp(`(?<![\\w-])${from}(?![\\w-])`, "g"), renames[from]);
+        writeFileSync(path, text);
+      }
+    }
+  };
+  rewrite(dir);
+  mkdirSync(join(dir, "node_modules"));
+  symlinkSync(SDK, join(dir, "node_modules", "aqs"), "dir");
+  return dir;
+}
+
+/** The environment variable of a queue's token (as aqs-worker reads it). */
+export function tokenVariable(slug) {
+  return `AQS_TOKEN_${slug.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`;
 }
