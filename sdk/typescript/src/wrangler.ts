@@ -178,7 +178,8 @@ function projectOf(raw: unknown, path: string): ProjectConfig {
     dir,
     ...(typeof config.name === "string" ? { name: config.name } : {}),
     main: resolve(dir, config.main as string),
-    vars,
+    // Plain JSON values, as Cloudflare gives them (the TOML parser's tables have no prototype).
+    vars: JSON.parse(JSON.stringify(vars)) as Record<string, unknown>,
     producers,
     consumers,
     skipped,

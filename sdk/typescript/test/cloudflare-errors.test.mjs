@@ -1,4 +1,5 @@
-// What `aqs-worker --config` refuses, and how it says so: a missing token (each one named), code
+// How a wrangler configuration's settings are read, and what `aqs-worker --config` refuses and
+// how it says so: a missing token (each one named), code
 // that does not compile (file and line), a configuration that does not parse (file and line),
 // Cloudflare's "v8" content type. And the TypeScript fixture type-checks against this package's
 // Cloudflare type names (esbuild strips types without checking them).
@@ -8,7 +9,7 @@ import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { AqsError, encode } from "../dist/index.js";
+import { AqsError, encode, readConfig } from "../dist/index.js";
 import { SDK, copyProject, startWorker } from "../testkit/kit.mjs";
 
 const TSC = join(SDK, "node_modules", "typescript", "bin", "tsc");
@@ -100,4 +101,54 @@ test("the TypeScript project type-checks with tsc against the package's Cloudfla
   const wrong = spawnSync(process.execPath, [TSC, "--noEmit", "-p", "tsconfig.json"], { cwd: dir, encoding: "utf8" });
   assert.notEqual(wrong.status, 0);
   assert.match(`${wrong.stdout}`, /src\/wrong\.ts\(1,\d+\): error TS2322/);
+});
+
+test("every wrangler queue setting is read and mapped; other keys are left alone", (t) => {
+  const dir = copyProject(t, "two-queues-toml");
+  const path = join(dir, "wrangler.toml");
+  writeFileSync(path, `name = "all"
+main = "src/worker.js"
+compatibility_date = "2025-04-01"
+kv_namespaces = [{ binding = "KV", id = "x" }]
+
+[vars]
+GREETING = "hi"
+LIMITS = { max = 3 }
+
+[[queues.producers]]
+binding = "JOBS"
+queue = "jobs"
+delivery_delay = 30
+
+[[queues.consumers]]
+queue = "jobs"
+max_batch_size = 100
+max_batch_timeout = 45
+max_retries = 3
+retry_delay = 120
+max_concurrency = 4
+dead_letter_queue = "jobs-dlq"
+
+[[queues.consumers]]
+queue = "pulled"
+type = "http_pull"
+`);
+  const config = readConfig(path);
+  assert.equal(config.main, join(dir, "src", "worker.js"));
+  assert.equal(config.name, "all");
+  assert.deepEqual(config.vars, { GREETING: "hi", LIMITS: { max: 3 } });
+  assert.deepEqual(config.producers, [{ binding: "JOBS", queue: "jobs", deliveryDelaySeconds: 30 }]);
+  assert.deepEqual(config.consumers, [
+    {
+      queue: "jobs",
+      messagesPerRun: 100,
+      waitSeconds: 20,
+      batchTimeoutCut: 45,
+      retryDelaySeconds: 120,
+      concurrency: 4,
+      maxRetries: 3,
+      deadLetterQueue: "jobs-dlq",
+    },
+  ]);
+  assert.deepEqual(config.skipped, ["pulled"]);
 });
