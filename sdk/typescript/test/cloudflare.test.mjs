@@ -27,8 +27,7 @@ test("a TypeScript producer + consumer with a wrangler.jsonc: fetch sends, queue
   const sentAt = Date.now();
   const batch = await fetch(`http://127.0.0.1:${port}/batch?key=a.png&key=b.png&key=c.png`);
   assert.equal(await batch.text(), "queued 3");
-  await worker.line(/thumbnail c\.png/);
-  await worker.line(/thumbnail b\.png/);
+  await Promise.all(["a", "b", "c"].map((key) => worker.line(new RegExp(`thumbnail ${key}\\.png`))));
   const thumbnails = worker.stdout.filter((l) => l.includes(" thumbnail "));
   assert.equal(thumbnails.length, 3);
   for (const line of thumbnails) {
