@@ -1,5 +1,6 @@
-# Shared by infra/up, infra/test and infra/bench: installing and starting private Redis and
-# PostgreSQL instances under a state folder, each on a free port.
+# Shared by every script of infra/: installing and starting private Redis and PostgreSQL instances
+# under a state folder, each on a free port; starting `aqs` on them (start_aqs) and seeding it
+# through its API (seed_instance); reading JSON (json_get).
 # shellcheck shell=bash
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
@@ -268,6 +269,94 @@ wait_for_health() {
     fi
     sleep 0.2
   done
+}
+
+# require_json: json_get reads JSON with python3 (Debian 12's minimal images have neither python3
+# nor jq): installs it when missing. Call it once early, outside a command substitution, so that
+# apt's output and questions reach the terminal.
+require_json() {
+  command -v python3 >/dev/null || apt_install python3
+}
+
+# json_get PATH: reads one JSON document on stdin and prints the value at PATH, a dotted path
+# (`queue.slug`, `messages.0.receipt`): a string as it is, anything else as JSON. Dies, naming the
+# path and the start of the document, when the document does not parse or has no such value, or
+# it is null.
+json_get() {
+  local doc
+  doc=$(cat)
+  command -v python3 >/dev/null || die "json_get needs python3 (call require_json first)"
+  python3 -c 'import json, sys
+value = json.loads(sys.stdin.read())
+for key in sys.argv[1].split("."):
+    if isinstance(value, list) and key.isdigit() and int(key) < len(value):
+        value = value[int(key)]
+    elif isinstance(value, dict) and key in value:
+        value = value[key]
+    else:
+        sys.exit(1)
+if value is None:
+    sys.exit(1)
+print(value if isinstance(value, str) else json.dumps(value))' "$1" <<<"$doc" 2>/dev/null \
+    || die "no $1 in this JSON: ${doc:0:400}"
+}
+
+# api_call METHOD URL BEARER [JSON]: calls an AQS API and prints the answer's body. BEARER may be
+# empty (no Authorization header); JSON, when given, is sent as the body. Dies with the status and
+# the body on anything but a 2xx, and when the server cannot be reached.
+api_call() {
+  local method=$1 url=$2 bearer=$3 args answer status body
+  args=(-sS -X "$method" -w '\n%{http_code}' "$url")
+  [ -z "$bearer" ] || args+=(-H "Authorization: Bearer $bearer")
+  [ $# -lt 4 ] || args+=(-H 'Content-Type: application/json' -d "$4")
+  answer=$(curl "${args[@]}") || die "$method $url: no answer (curl's error is above)"
+  status=${answer##*$'\n'}
+  body=${answer%$'\n'*}
+  case "$status" in
+    2??) printf '%s' "$body" ;;
+    *) die "$method $url answered $status: ${body:0:400}" ;;
+  esac
+}
+
+# start_aqs AQS LOG HEALTH_URL SECONDS [tee]: applies the migrations (`AQS migrate`), then starts
+# `AQS serve` in the background with the AQS_* settings of the environment, both writing to LOG
+# (and to the terminal as well with `tee`), and waits until HEALTH_URL answers 2xx. Sets AQS_PID.
+# Dies with the log's tail when the migrations fail, the server exits first or SECONDS pass.
+start_aqs() {
+  local aqs=$1 logfile=$2 url=$3 secs=$4 tee=${5:-}
+  if [ "$tee" = tee ]; then
+    "$aqs" migrate 2>&1 | tee "$logfile" || die "aqs migrate failed (above; log: $logfile)"
+    "$aqs" serve > >(tee -a "$logfile") 2>&1 &
+  else
+    "$aqs" migrate >"$logfile" 2>&1 || { tail -n 40 "$logfile" >&2; die "aqs migrate failed (log: $logfile)"; }
+    "$aqs" serve >>"$logfile" 2>&1 &
+  fi
+  AQS_PID=$!
+  wait_for_health "$url" "$AQS_PID" "$logfile" "$secs"
+}
+
+# create_queue BASE SESSION JSON: creates a queue through the management API at BASE (the
+# service's origin) with the member's SESSION; JSON is the request (`{"name":"jobs"}`). Sets
+# CREATED_SLUG, CREATED_ID and CREATED_TOKEN (the queue's first token, every scope).
+create_queue() {
+  local created
+  created=$(api_call POST "$1/api/v1/queues" "$2" "$3")
+  CREATED_SLUG=$(json_get queue.slug <<<"$created")
+  CREATED_ID=$(json_get queue.id <<<"$created")
+  CREATED_TOKEN=$(json_get token.secret <<<"$created")
+}
+
+# seed_instance BASE EMAIL PASSWORD QUEUE_JSON: seeds a running instance through its management
+# API: signs a member up, then creates one queue (QUEUE_JSON, as create_queue takes it). Sets
+# SEED_SESSION, SEED_SLUG, SEED_QUEUE_ID and SEED_TOKEN (the queue's first token, every scope).
+# Dies naming the step that failed and the server's answer.
+seed_instance() {
+  local base=$1 email=$2 password=$3 queue=$4 signed_up
+  signed_up=$(api_call POST "$base/api/v1/auth/signup" "" "{\"email\":\"$email\",\"password\":\"$password\"}")
+  SEED_SESSION=$(json_get session <<<"$signed_up")
+  create_queue "$base" "$SEED_SESSION" "$queue"
+  # shellcheck disable=SC2034 # for the caller
+  SEED_SLUG=$CREATED_SLUG SEED_QUEUE_ID=$CREATED_ID SEED_TOKEN=$CREATED_TOKEN
 }
 
 # require_rust: dies unless rustc is at least the version the workspace needs: Cargo.toml's

@@ -1,4 +1,4 @@
-//! BullMQ's results, read from the JSON lines `../shared/bench/bullmq/bench.mjs` prints
+//! BullMQ's results, read from the JSON lines `bench/peers/bullmq/bench.mjs` prints
 //! (`{"peer":"bullmq","scenario":"add_bulk_100","messages":N,"seconds":s,"msgs_per_s":r}`);
 //! `infra/bench` runs it on the same Redis before the AQS scenarios.
 

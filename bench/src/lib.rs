@@ -1,5 +1,5 @@
 //! `aqs-bench`: the AQS load generator. It drives the real service over loopback with a lean
-//! HTTP/1.1 client and measures, in one run, each scenario of DESIGN.md's Performance section
+//! HTTP/1.1 client and measures, in one run, each scenario of `docs/performance.md`
 //! next to what it is compared with: a floor server (a bare axum route doing one EVALSHA, in
 //! `floor`), BullMQ on the same Redis (its results are read from `bench.mjs`'s JSON lines), and
 //! RabbitMQ and NATS JetStream, each on a private server this process starts for its own

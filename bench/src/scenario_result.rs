@@ -24,7 +24,7 @@ pub struct ScenarioResult {
     pub error: Option<String>,
 }
 
-/// What a scenario is held to (DESIGN.md, Performance).
+/// What a scenario is held to (`docs/performance.md`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Target {
     /// `ratio` at least this.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-/// The API's `error` codes (DESIGN.md "Errors", README "The APIs").
+/// The API's `error` codes (`docs/errors.md`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ErrorCode {
     InvalidRequest,

@@ -1,16 +1,25 @@
-//! The AQS control plane: the `/api/v1` management API for members, queues and queue tokens.
+//! The AQS control plane: the `/api/v1` management API (`docs/management-api.md`) and the service
+//! functions behind it: members and sessions, queues, tokens, push targets, domains and custom
+//! hosts, billing, and the operators' routes.
 //!
-//! PostgreSQL is the source of truth. After every change the control plane writes the projection
-//! the data plane reads (queue settings, slug → queue, token hash → queue and scopes) into Redis,
-//! and [`ControlPlane::resync_projection`] rewrites all of it at start-up.
+//! PostgreSQL is the source of truth, and this crate is its only writer. After every committed
+//! change the control plane writes the projection the data plane reads into Redis (queue settings,
+//! slug → queue, token hash → queue and scopes, push targets, custom hosts), and
+//! [`ControlPlane::resync_projection`] rewrites all of it at start-up (`docs/architecture.md`).
 //!
 //! The layers:
-//! - a service layer of plain async functions ([`auth`], [`queues`], [`tokens`], [`push`]) that
-//!   take the authenticated [`MemberId`] first, so a tenant's data cannot be read without it, and
-//!   the operator's ([`admin`]) that take an [`AuthOperator`]; the console calls these directly;
-//! - `routes`: thin HTTP handlers over the service layer, mounted by [`router`];
-//! - `projection`: every Redis write, in the order that keeps the data plane from seeing a
-//!   half-made or half-deleted queue.
+//! - a service layer of plain async functions ([`auth`], [`account`], [`queues`], [`tokens`],
+//!   [`push`], [`domains`], [`hosts`], [`billing`]) that take the authenticated [`MemberId`] first,
+//!   so a tenant's data cannot be reached without it, and the operators' ([`admin`], and the admin
+//!   functions of hosts and billing) that take an [`AuthOperator`]; the console calls these
+//!   directly, not over HTTP;
+//! - `routes`: thin HTTP handlers over the service layer, mounted by [`router`], from which the
+//!   OpenAPI document is generated ([`openapi_document`]);
+//! - [`projection`]: every Redis write, in the order that keeps the data plane from seeing a
+//!   half-made or half-deleted queue;
+//! - background loops: the billing outbox ([`spawn_background`]), the custom-host reconciler
+//!   ([`ControlPlane::spawn_host_reconciler`]) and the database watch that re-syncs the projection
+//!   once PostgreSQL answers ([`ControlPlane::watch_database`]), each started by `aqs serve`.
 
 pub mod account;
 pub mod admin;

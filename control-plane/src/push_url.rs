@@ -3,7 +3,7 @@
 //! 1. `scheme`: http or https.
 //! 2. `credentials`: no user name or password in the URL.
 //! 3. `fragment`: no `#fragment`; and `domain name`: the host is a name, never an IP literal
-//!    (spec/push-delivery.md: "a domain name"); a prefix on an IP address could authorise
+//!    (`docs/push-delivery.md`: "a domain name"); a prefix on an IP address could authorise
 //!    nothing, so it is refused too.
 //! 4. `authorised`: under one of the callback URL prefixes an operator authorised for the member
 //!    (same scheme, host and port; the path at or below the prefix's path, on a segment boundary).

@@ -1,4 +1,4 @@
-//! The product's limits and defaults, as `spec/aqs.md` (Limits and guarantees) states them. Every
+//! The product's limits and defaults, as `docs/limits.md` states them. Every
 //! check in every role reads them from here.
 
 pub const KIB: u64 = 1024;

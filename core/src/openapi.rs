@@ -15,7 +15,7 @@ use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr};
 
-/// Every error code a client can get, with its status (DESIGN.md, "Errors"). A server fault (500,
+/// Every error code a client can get, with its status (`docs/errors.md`). A server fault (500,
 /// `internal`) is not listed: no answer of the API is meant to be one.
 pub const ERRORS: &[(u16, &[&str])] = &[
     (400, &["invalid_request", "receipt_invalid"]),

@@ -128,9 +128,9 @@ impl TokenRecord {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PushMode {
-    /// One POST per message, `{id, queue, payload, attempts}` (spec/push-delivery.md).
+    /// One POST per message, `{id, queue, payload, attempts}` (`docs/push-delivery.md`).
     Message,
-    /// One POST per batch, the Worker-trigger shape (spec/aqs.md).
+    /// One POST per batch, the Worker-trigger shape (`docs/push-delivery.md`).
     Batch,
 }
 

@@ -60,3 +60,40 @@ where
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// Waits until `check` answers `Some`, and returns what it answered; fails the test, naming
+/// `what`, if it does not within [`PATIENCE`]. [`eventually`] for a wait that yields a value (the
+/// answer that finally came, the process's state once it changed).
+pub async fn eventually_some<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "still not true after {PATIENCE:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A name no other test uses: `prefix` and 32 random hex characters, for databases, folders and
+/// emails (lower case, so it is a valid PostgreSQL name as it is).
+pub fn unique(prefix: &str) -> String {
+    format!("{prefix}{:032x}", rand::random::<u128>())
+}
+
+/// Signs a member up at `base` (any process serving `/api/v1`) with [`PASSWORD`] and returns the
+/// answer, `{member, session}`; fails the test unless it is a 201.
+pub async fn sign_up(http: &reqwest::Client, base: &str, email: &str) -> serde_json::Value {
+    let response = http
+        .post(format!("{base}/api/v1/auth/signup"))
+        .json(&serde_json::json!({"email": email, "password": PASSWORD}))
+        .send()
+        .await
+        .expect("POST /api/v1/auth/signup");
+    assert_eq!(response.status(), 201, "sign-up of {email}");
+    response.json().await.expect("the sign-up answers JSON")
+}

@@ -8,7 +8,7 @@ use crate::harness::{Redis, Server, fresh_database};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_bench_scenario_runs_against_the_service() {
     let redis = Redis::start("everysec");
-    let server = Server::start(&fresh_database().await, &redis.url(), "bench").await;
+    let server = Server::start(&fresh_database().await, &redis.url(), &aqs_testkit::namespace()).await;
     let results = aqs_bench::smoke(&server.base(), &redis.url(), server.pid()).await.expect("the bench runs");
     let names: Vec<&str> = results.iter().map(|r| r.scenario.as_str()).collect();
     for expected in [

@@ -16,7 +16,7 @@ fn consume_now(max: u32) -> ConsumeRequest {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_client_speaks_every_queue_route() {
     let redis = Redis::start("everysec");
-    let server = Server::start(&fresh_database().await, &redis.url(), "client-routes").await;
+    let server = Server::start(&fresh_database().await, &redis.url(), &aqs_testkit::namespace()).await;
     let tenant = Tenant::sign_up(&server, json!({"name": "client-routes", "max_attempts": 2})).await;
     let client = Client::new(server.base(), &tenant.token);
     let queue = client.queue(&tenant.slug);
@@ -143,7 +143,7 @@ fn number(message: &aqs_client::Message) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_consumer_loop_has_the_worker_trigger_semantics() {
     let redis = Redis::start("everysec");
-    let server = Server::start(&fresh_database().await, &redis.url(), "client-loop").await;
+    let server = Server::start(&fresh_database().await, &redis.url(), &aqs_testkit::namespace()).await;
     let tenant = Tenant::sign_up(&server, json!({"name": "client-loop"})).await;
     let queue = Client::new(server.base(), &tenant.token).queue(&tenant.slug);
     let last_try = Tenant::sign_up(&server, json!({"name": "client-last-try", "max_attempts": 1})).await;
@@ -241,7 +241,7 @@ async fn the_consumer_loop_has_the_worker_trigger_semantics() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_publish_refused_with_503_is_retried_after_retry_after_and_stored_once() {
     let mut redis = Redis::start("always");
-    let server = Server::start(&fresh_database().await, &redis.url(), "client-outage").await;
+    let server = Server::start(&fresh_database().await, &redis.url(), &aqs_testkit::namespace()).await;
     let tenant = Tenant::sign_up(&server, json!({"name": "client-outage"})).await;
     let retrying = Client::builder(server.base(), &tenant.token).max_retries(60).build().queue(&tenant.slug);
 

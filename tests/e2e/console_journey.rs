@@ -7,13 +7,13 @@
 //! saved as a screenshot under `$AQS_TEST_OUTPUT/screenshots/` for review.
 
 use crate::harness::{Redis, Server, free_port, fresh_database};
+use aqs_testkit::PASSWORD;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const PASSWORD: &str = "correct horse battery";
 const OPERATOR: &str = "console-operator@example.com";
 
 /// chromedriver on a free port, with Chromium in a fresh profile; both end with the test.
@@ -244,7 +244,7 @@ async fn a_member_runs_a_queue_from_the_console() {
     let redis = Redis::start("everysec");
     let database = fresh_database().await;
     let env = [("AQS_PUSH_ALLOW_PRIVATE_NETWORKS", "true"), ("AQS_OPERATOR_EMAILS", OPERATOR)];
-    let server = Server::start_with_env(&database, &redis.url(), "econsole", &env).await;
+    let server = Server::start_with_env(&database, &redis.url(), &aqs_testkit::namespace(), &env).await;
     let base = server.base();
     let browser = Browser::start().await;
     let email = format!("ada-{}@example.com", &uuid::Uuid::new_v4().simple().to_string()[..8]);
@@ -377,13 +377,7 @@ async fn a_member_runs_a_queue_from_the_console() {
 
     // An operator authorises the member's callback URL on the operator page.
     let handler_url = push_handler().await;
-    let operator = reqwest::Client::new()
-        .post(format!("{base}/api/v1/auth/signup"))
-        .json(&json!({"email": OPERATOR, "password": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(operator.status(), 201);
+    crate::harness::sign_up(&reqwest::Client::new(), &base, OPERATOR).await;
     browser.goto(&base).await;
     browser.log_out().await;
     browser.log_in(OPERATOR).await;
@@ -502,7 +496,7 @@ async fn a_member_runs_a_queue_from_the_console() {
 async fn without_javascript_the_copy_button_is_not_displayed() {
     let redis = Redis::start("everysec");
     let database = fresh_database().await;
-    let server = Server::start_with_env(&database, &redis.url(), "enojs", &[]).await;
+    let server = Server::start_with_env(&database, &redis.url(), &aqs_testkit::namespace(), &[]).await;
     let base = server.base();
     let browser = Browser::start_without_javascript().await;
     let email = format!("nojs-{}@example.com", &uuid::Uuid::new_v4().simple().to_string()[..8]);

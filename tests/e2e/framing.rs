@@ -22,7 +22,7 @@ async fn answer_to(server: &Server, raw: &[u8]) -> (u16, Value) {
 async fn malformed_framing_is_answered_in_our_error_format() {
     let redis = Redis::start("everysec");
     let database = fresh_database().await;
-    let namespace = format!("f{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let namespace = aqs_testkit::namespace();
     let server = Server::start(&database, &redis.url(), &namespace).await;
 
     let (status, body) = answer_to(&server, b"GET /queue/v1/health HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n").await;

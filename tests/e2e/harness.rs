@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 /// A port nothing listens on, for a process to bind.
 pub use aqs_testkit::closed_port as free_port;
+pub use aqs_testkit::{sign_up, unique};
 
 fn wait_for_port(port: u16, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
@@ -21,10 +22,6 @@ fn wait_for_port(port: u16, timeout: Duration) -> bool {
         std::thread::sleep(Duration::from_millis(50));
     }
     false
-}
-
-fn unique(prefix: &str) -> String {
-    format!("{prefix}{}", uuid::Uuid::new_v4().simple())
 }
 
 /// A Redis server owned by one test.
@@ -195,23 +192,17 @@ impl Server {
     pub async fn restart(&mut self) {
         let child =
             Command::new(env!("CARGO_BIN_EXE_aqs")).arg("serve").envs(self.env.iter().cloned()).spawn().unwrap();
-        self.child = Some(child);
-        let http = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(response) = http.get(format!("{}/queue/v1/health", self.base())).send().await
-                && response.status().is_success()
-            {
-                return;
-            }
-            if let Some(child) = self.child.as_mut()
-                && let Ok(Some(status)) = child.try_wait()
-            {
+        let (http, health) = (reqwest::Client::new(), format!("{}/queue/v1/health", self.base()));
+        // Kept in `self` while it is waited for: a test that fails here still kills it on drop.
+        let child = self.child.insert(child);
+        aqs_testkit::eventually("aqs serve answers /queue/v1/health", || {
+            if let Ok(Some(status)) = child.try_wait() {
                 panic!("aqs serve exited early: {status}");
             }
-            assert!(Instant::now() < deadline, "aqs serve did not become healthy");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+            let request = http.get(&health).send();
+            async move { request.await.is_ok_and(|response| response.status().is_success()) }
+        })
+        .await;
     }
 
     /// Starts `aqs serve` expecting it to refuse to run; returns its stderr.
@@ -221,7 +212,7 @@ impl Server {
             .env("AQS_HTTP_ADDR", format!("127.0.0.1:{}", free_port()))
             .env("AQS_DATABASE_URL", database_url)
             .env("AQS_REDIS_URL", redis_url)
-            .env("AQS_REDIS_NAMESPACE", unique("e"))
+            .env("AQS_REDIS_NAMESPACE", aqs_testkit::namespace())
             .env("AQS_SESSION_SECRET", "e2e-session-secret-0123456789abcdefgh")
             .env("AQS_RECEIPT_SECRET", "e2e-receipt-secret-0123456789abcdefgh")
             .output()
@@ -262,18 +253,6 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.kill9();
     }
-}
-
-/// Signs a member up with the tests' password; returns the answer, `{member, session}`.
-pub async fn sign_up(http: &reqwest::Client, base: &str, email: &str) -> Value {
-    let response = http
-        .post(format!("{base}/api/v1/auth/signup"))
-        .json(&json!({"email": email, "password": "correct horse battery"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 201, "sign-up of {email}");
-    response.json().await.unwrap()
 }
 
 /// GETs `url` with a bearer credential (a session or a queue token) and returns the JSON answer.

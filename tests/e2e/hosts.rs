@@ -2,7 +2,7 @@
 //! validation against our plain listener, challtestsrv answering pebble's and our DNS lookups,
 //! and a real TLS client that checks the served chain against pebble's root for the hostname.
 
-use crate::harness::{Redis, Server, Tenant, free_port, fresh_database, sign_up};
+use crate::harness::{Redis, Server, Tenant, free_port, fresh_database, sign_up, unique};
 use crate::pebble::{Dns, Pebble, PebbleTls};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -10,10 +10,6 @@ use std::time::{Duration, Instant};
 const EDGE: &str = "edge.aqs.test";
 const OPERATOR: &str = "hosts-operator@example.com";
 const KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
-
-fn unique(prefix: &str) -> String {
-    format!("{prefix}{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
-}
 
 /// One test's world: DNS, a (maybe not yet started) pebble, and `aqs serve` with a TLS listener.
 struct World {
@@ -52,7 +48,7 @@ impl World {
         ];
         env.extend_from_slice(extra);
         env.push(("AQS_OPERATOR_EMAILS", OPERATOR));
-        let namespace = unique("h");
+        let namespace = aqs_testkit::namespace();
         let server = Server::start_on(http_port, &database, &redis.url(), &namespace, &env).await;
         Self { dns, tls, pebble, server, https_port, database, namespace, redis }
     }
@@ -271,15 +267,11 @@ async fn a_host_goes_active_and_serves_every_slug_less_route_over_tls() {
 
 /// Polls a GET until it answers `status`; the projection reaches the data plane asynchronously.
 async fn wait_for_status(client: &reqwest::Client, token: &str, url: &str, status: u16) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
+    aqs_testkit::eventually_some(&format!("{url} answers {status}"), || async move {
         let (got, _, body) = call(client, token, "GET", url.to_owned(), Value::Null).await;
-        if got == status {
-            return body;
-        }
-        assert!(Instant::now() < deadline, "{url} answered {got}, not {status}: {body}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        (got == status).then_some(body)
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,9 @@
 //! The shell pieces `infra/up` is made of, run for real: a private PostgreSQL for a state folder
 //! only root can enter (as `mktemp -d` makes them), the health wait that fails loudly, with the
 //! server log's tail, instead of going on, the wait for a busy apt, the choice of listen
-//! addresses when a default port is taken, and the refusal of a Rust too old for the workspace.
+//! addresses when a default port is taken, the refusal of a Rust too old for the workspace, and the
+//! pieces every script starts and seeds an instance with (`start_aqs`, `api_call`, `json_get`), each
+//! dying with a message rather than going on.
 
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
@@ -232,4 +234,118 @@ fn a_rust_older_than_the_workspace_needs_is_refused_with_its_version() {
     // The Rust running this test passes.
     let output = with_lib("require_rust", &[]);
     assert!(output.status.success(), "{}", text(&output));
+}
+
+#[test]
+fn json_get_reads_a_dotted_path_and_dies_naming_what_is_missing() {
+    let doc = r#"{"queue": {"slug": "image-jobs", "paused": false}, "messages": [{"receipt": "r1"}], "none": null}"#;
+    let get = |path: &str| with_lib(r#"json_get "$2" <<<"$1""#, &[doc, path]);
+    for (path, value) in [
+        ("queue.slug", "image-jobs"),
+        ("messages.0.receipt", "r1"),
+        ("queue.paused", "false"),
+        ("queue", r#"{"slug": "image-jobs", "paused": false}"#),
+    ] {
+        let output = get(path);
+        assert!(output.status.success(), "{path}: {}", text(&output));
+        assert_eq!(String::from_utf8_lossy(&output.stdout), format!("{value}\n"), "{path}");
+    }
+    // A missing key, an index past the end, null, a path through a string: each dies, saying so.
+    for path in ["queue.id", "messages.1.receipt", "none", "queue.slug.x"] {
+        let output = get(path);
+        let said = text(&output);
+        assert!(!output.status.success(), "{path}: {said}");
+        assert!(said.contains(&format!("no {path} in this JSON: {{\"queue\"")), "{path}: {said}");
+    }
+    let output = with_lib(r#"json_get queue.slug <<<"<html>bad gateway</html>""#, &[]);
+    let said = text(&output);
+    assert!(!output.status.success() && said.contains("no queue.slug in this JSON: <html>"), "{said}");
+}
+
+/// Answers every HTTP request on a free port, `times` of them: 200 with the request's
+/// `Authorization` header and body as JSON for `/ok`, `409 {"error": "conflict"}` for anything else.
+fn answering_server(times: usize) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(times) {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request_line = String::new();
+            reader.read_line(&mut request_line).unwrap();
+            let (mut length, mut auth) = (0, String::new());
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let line = line.trim_end();
+                if line.is_empty() {
+                    break;
+                }
+                let (name, value) = line.split_once(": ").unwrap_or((line, ""));
+                match name.to_ascii_lowercase().as_str() {
+                    "content-length" => length = value.parse().unwrap(),
+                    "authorization" => auth = value.to_owned(),
+                    _ => {}
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let (status, answer) = if request_line.contains(" /ok ") {
+                let body = String::from_utf8(body).unwrap();
+                ("200 OK", serde_json::json!({"auth": auth, "body": body}).to_string())
+            } else {
+                ("409 Conflict", r#"{"error":"conflict","message":"taken"}"#.to_owned())
+            };
+            let head = format!("HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", answer.len());
+            stream.write_all(head.as_bytes()).unwrap();
+            stream.write_all(answer.as_bytes()).unwrap();
+        }
+    });
+    base
+}
+
+#[test]
+fn api_call_prints_a_2xx_body_and_dies_with_the_status_and_body_of_anything_else() {
+    let base = answering_server(2);
+    let output = with_lib(r#"api_call POST "$1/ok" acq_token '{"name":"jobs"}' | json_get auth"#, &[&base]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "Bearer acq_token\n");
+    let output = with_lib(r#"api_call DELETE "$1/taken" """#, &[&base]);
+    let said = text(&output);
+    assert!(!output.status.success(), "{said}");
+    assert!(
+        said.contains("DELETE") && said.contains("answered 409") && said.contains(r#""error":"conflict""#),
+        "{said}"
+    );
+    // Nothing listens: no answer at all is said too, never an empty body taken for one.
+    let closed = format!("http://127.0.0.1:{}", aqs_testkit::closed_port());
+    let output = with_lib(r#"session=$(api_call GET "$1/ok" ""); echo "went on with '$session'""#, &[&closed]);
+    let said = text(&output);
+    assert!(!output.status.success() && said.contains("no answer") && !said.contains("went on"), "{said}");
+}
+
+#[test]
+fn start_aqs_dies_with_the_log_when_the_migrations_fail_or_the_server_exits() {
+    let dir = TempDir::new("start-aqs");
+    let url = format!("http://127.0.0.1:{}/queue/v1/health", aqs_testkit::closed_port());
+    let failing_migrate = dir.path("aqs-migrate-fails");
+    script_file(
+        &failing_migrate,
+        "[ \"$1\" = migrate ] && { echo 'error: relation \"queues\" already exists'; exit 1; }\nsleep 30\n",
+    );
+    let output =
+        with_lib(r#"start_aqs "$1" "$2" "$3" 10; echo started"#, &[&failing_migrate, &dir.path("a.log"), &url]);
+    let said = text(&output);
+    assert!(!output.status.success(), "{said}");
+    assert!(
+        said.contains("aqs migrate failed") && said.contains("already exists") && !said.contains("started"),
+        "{said}"
+    );
+    let exiting_serve = dir.path("aqs-serve-exits");
+    script_file(&exiting_serve, "[ \"$1\" = migrate ] && exit 0\necho 'error: cannot bind 127.0.0.1:8080'; exit 1\n");
+    let output = with_lib(r#"start_aqs "$1" "$2" "$3" 10; echo started"#, &[&exiting_serve, &dir.path("b.log"), &url]);
+    let said = text(&output);
+    assert!(!output.status.success(), "{said}");
+    assert!(said.contains("exited before it answered") && said.contains("cannot bind"), "{said}");
 }

@@ -5,7 +5,6 @@
 use crate::harness::{Redis, Server, Tenant, free_port, fresh_database};
 use serde_json::json;
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
 
 const PUBLISH: &str = "/queue/v1/{slug}/messages";
 
@@ -60,14 +59,8 @@ fn parse_sample(line: &str) -> Option<(String, HashMap<String, String>, f64)> {
 
 /// Scrapes until `check` holds (the per-queue series follow the sweeper, about once a second).
 async fn until(url: &str, what: &str, check: impl Fn(&Scrape) -> bool) {
-    let deadline = Instant::now() + aqs_testkit::PATIENCE;
-    loop {
-        if check(&Scrape::of(url).await) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{what} within {:?}", aqs_testkit::PATIENCE);
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let check = &check;
+    aqs_testkit::eventually(what, || async move { check(&Scrape::of(url).await) }).await;
 }
 
 /// The real binary with its metrics listener on a free port: (its Redis, the server, the
@@ -75,7 +68,7 @@ async fn until(url: &str, what: &str, check: impl Fn(&Scrape) -> bool) {
 async fn start_metered() -> (Redis, Server, String) {
     let redis = Redis::start("everysec");
     let metrics_addr = format!("127.0.0.1:{}", free_port());
-    let namespace = format!("e{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let namespace = aqs_testkit::namespace();
     let server = Server::start_with_env(
         &fresh_database().await,
         &redis.url(),

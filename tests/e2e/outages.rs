@@ -59,7 +59,7 @@ fn ballast(url: &str, count: usize) {
 async fn while_redis_loads_its_aof_the_data_plane_answers_503_with_retry_after() {
     let mut redis = Redis::start("always");
     let database = fresh_database().await;
-    let server = Server::start(&database, &redis.url(), &format!("l{}", free_port())).await;
+    let server = Server::start(&database, &redis.url(), &aqs_testkit::namespace()).await;
     let tenant = Tenant::sign_up(&server, json!({"name": "loading"})).await;
     let queue = |route: &str| format!("{}/queue/v1/{}/{route}", tenant.base, tenant.slug);
 
@@ -205,7 +205,7 @@ fn server_of(database_url: &str) -> String {
 async fn with_postgres_down_the_data_plane_serves_and_management_waits_for_it() {
     let redis = Redis::start("everysec");
     let database = fresh_database().await;
-    let mut server = Server::start(&database, &redis.url(), &format!("p{}", free_port())).await;
+    let mut server = Server::start(&database, &redis.url(), &aqs_testkit::namespace()).await;
     let tenant = Tenant::sign_up(&server, json!({"name": "outage"})).await;
 
     // The same process, restarted while PostgreSQL cannot be reached.
@@ -224,7 +224,7 @@ async fn with_postgres_down_the_data_plane_serves_and_management_waits_for_it() 
     let queues = format!("{}/api/v1/queues", tenant.base);
     let answer = send(tenant.http.get(&queues).bearer_auth(&tenant.session)).await;
     assert_unavailable(&answer, "GET /api/v1/queues");
-    let login = json!({"email": "nobody@example.com", "password": "correct horse battery"});
+    let login = json!({"email": "nobody@example.com", "password": aqs_testkit::PASSWORD});
     let answer = send(tenant.http.post(format!("{}/api/v1/auth/login", tenant.base)).json(&login)).await;
     assert_unavailable(&answer, "POST /api/v1/auth/login");
     let page = send(tenant.http.get(format!("{}/login", tenant.base))).await;

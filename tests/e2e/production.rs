@@ -18,16 +18,14 @@ fn serve(port: u16, envs: &[(&str, String)]) -> Child {
 
 /// The status and JSON of `GET path` once it answers `status`; fails after the tests' patience.
 async fn until(port: u16, path: &str, status: u16) -> Value {
-    let deadline = Instant::now() + aqs_testkit::PATIENCE;
-    loop {
-        if let Ok(response) = reqwest::get(format!("http://127.0.0.1:{port}{path}")).await
-            && response.status().as_u16() == status
-        {
-            return response.json().await.unwrap();
+    let url = &format!("http://127.0.0.1:{port}{path}");
+    aqs_testkit::eventually_some(&format!("{path} answers {status}"), || async move {
+        match reqwest::get(url).await {
+            Ok(response) if response.status().as_u16() == status => Some(response.json().await.unwrap()),
+            _ => None,
         }
-        assert!(Instant::now() < deadline, "{path} did not answer {status}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 fn stop(mut child: Child) -> String {
@@ -47,7 +45,7 @@ async fn every_role_answers_livez_and_readyz_naming_what_it_waits_for() {
         .status()
         .unwrap();
     assert!(migrated.success());
-    let namespace = format!("p{}", free_port());
+    let namespace = aqs_testkit::namespace();
     let common = [
         ("AQS_REDIS_URL", redis.url()),
         ("AQS_REDIS_NAMESPACE", namespace),
@@ -94,7 +92,7 @@ async fn every_role_answers_livez_and_readyz_naming_what_it_waits_for() {
 async fn sigterm_turns_readyz_to_503_first_then_ends_polls_and_exits_zero() {
     let redis = Redis::start("everysec");
     let database = fresh_database().await;
-    let namespace = format!("d{}", free_port());
+    let namespace = aqs_testkit::namespace();
     let server =
         Server::start_with_env(&database, &redis.url(), &namespace, &[("AQS_SHUTDOWN_DRAIN_SECONDS", "2")]).await;
     let tenant = Tenant::sign_up(&server, json!({"name": "drained"})).await;

@@ -33,7 +33,7 @@ fn try_it_blocks() -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readme_curl_examples_run_as_written() {
     let redis = Redis::start("everysec");
-    let server = Server::start(&fresh_database().await, &redis.url(), "readme").await;
+    let server = Server::start(&fresh_database().await, &redis.url(), &aqs_testkit::namespace()).await;
     let tenant = Tenant::sign_up(&server, json!({"name": "image-jobs"})).await;
     assert_eq!(tenant.slug, "image-jobs", "a fresh database gives the README's slug");
 

@@ -2,14 +2,11 @@
 //! restarted from its AOF, Redis unreachable, and start-up refusing a Redis that could lose data.
 
 use crate::harness::{Redis, Server, Tenant, fresh_database, get_json};
+use aqs_testkit::namespace;
 use serde_json::json;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-fn namespace() -> String {
-    format!("e{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
-}
 
 /// Receives and acknowledges until the queue stays empty; returns every id seen, with counts.
 async fn drain(tenant: &Tenant) -> HashMap<String, u32> {

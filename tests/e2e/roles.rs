@@ -4,7 +4,6 @@
 
 use crate::harness::{Redis, free_port, fresh_database};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// `aqs serve` with exactly these settings (nothing inherited from the `AQS_…` environment).
 fn serve(port: u16, envs: &[(&str, &str)]) -> Child {
@@ -13,15 +12,12 @@ fn serve(port: u16, envs: &[(&str, &str)]) -> Child {
 
 /// Waits until `request` is answered with `status`; fails if the process exits first.
 async fn until_status(request: impl Fn() -> reqwest::RequestBuilder, status: u16, child: &mut Child) {
-    let deadline = Instant::now() + aqs_testkit::PATIENCE;
-    loop {
+    aqs_testkit::eventually(&format!("an answer {status}"), || {
         assert!(child.try_wait().unwrap().is_none(), "aqs serve exited");
-        if matches!(request().send().await, Ok(r) if r.status().as_u16() == status) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "no {status} within {:?}", aqs_testkit::PATIENCE);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        let sent = request().send();
+        async move { matches!(sent.await, Ok(r) if r.status().as_u16() == status) }
+    })
+    .await;
 }
 
 struct Stop(Child);
@@ -62,7 +58,7 @@ async fn a_console_only_process_does_not_resync_the_projection() {
         .unwrap();
     assert!(migrated.success());
     // A slug record PostgreSQL does not back: a control-plane start-up removes it.
-    let namespace = format!("r{}", free_port());
+    let namespace = aqs_testkit::namespace();
     let stale = format!("{namespace}:slug:gone-queue");
     let mut conn = redis::Client::open(redis.url()).unwrap().get_connection().unwrap();
     redis::cmd("SET").arg(&stale).arg("00000000000000000000000000000000").query::<()>(&mut conn).unwrap();

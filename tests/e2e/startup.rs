@@ -3,7 +3,6 @@
 
 use crate::harness::{Redis, free_port, fresh_database};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 const SESSION: &str = "startup-session-secret-0123456789abcdef";
 const RECEIPT: &str = "startup-receipt-secret-0123456789abcdef";
@@ -20,20 +19,21 @@ fn refusal(envs: &[(&str, &str)]) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned() + &String::from_utf8_lossy(&output.stdout)
 }
 
+/// Whether `aqs serve` answers its health check on `port`: false once it exited without.
 async fn healthy(port: u16, child: &mut Child) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if let Ok(response) = reqwest::get(format!("http://127.0.0.1:{port}/queue/v1/health")).await
-            && response.status().is_success()
-        {
-            return true;
+    let url = &format!("http://127.0.0.1:{port}/queue/v1/health");
+    aqs_testkit::eventually_some(&format!("aqs serve answers on {port} or exits"), || {
+        let exited = matches!(child.try_wait(), Ok(Some(_)));
+        let asked = reqwest::get(url);
+        async move {
+            match asked.await {
+                Ok(response) if response.status().is_success() => Some(true),
+                _ if exited => Some(false),
+                _ => None,
+            }
         }
-        if let Ok(Some(_)) = child.try_wait() {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    false
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -204,7 +204,13 @@ async fn the_service_runs_over_tls_to_both_stores_and_refuses_a_server_of_anothe
     let (ca, wrong) = (pki.file("ca.pem"), pki.file("wrong-ca.pem"));
 
     // Through both: migrations, sign-up, a queue, a message published and received.
-    let server = Server::start_with_env(&postgres.url(&ca), &redis.url(), "tls", &[("AQS_REDIS_CA_FILE", &ca)]).await;
+    let server = Server::start_with_env(
+        &postgres.url(&ca),
+        &redis.url(),
+        &aqs_testkit::namespace(),
+        &[("AQS_REDIS_CA_FILE", &ca)],
+    )
+    .await;
     let ready: serde_json::Value =
         reqwest::get(format!("{}/readyz", server.base())).await.unwrap().json().await.unwrap();
     assert_eq!(ready["ok"], true, "{ready}");

@@ -1,4 +1,4 @@
-//! The scenarios of DESIGN.md's Performance section, one file each, sharing a `Ctx`: the service,
+//! The scenarios of `docs/performance.md`, one file each, sharing a `Ctx`: the service,
 //! the floor, Redis, the bench member's queues and the scale. Each returns its rows; a failure
 //! becomes a row with `error` set rather than stopping the run.
 

@@ -1,5 +1,5 @@
 //! Billing: payload add-ons (10 MiB, 50 MiB) billed monthly per queue through Stripe, usage
-//! estimates and budgets (DESIGN.md, "Billing: the contract").
+//! estimates and budgets (`docs/billing.md`).
 //!
 //! # Structures
 //!

@@ -1,13 +1,19 @@
-//! The billing outbox: every Stripe write happens here, never in a request's own code path.
+//! The billing outbox: every write to a member's Stripe subscription goes through here
+//! (`docs/billing.md`). Creating the customer and the Checkout and portal sessions happen in the
+//! request that needs them (`account.rs`): they change no subscription.
 //!
 //! A row says "bring this member's subscription in line with `queue_add_ons`", written in the
-//! same transaction as the change that needs it. `sync` takes the member's `billing_accounts`
-//! row `FOR UPDATE` (the loop uses `SKIP LOCKED`: a member another replica is syncing is left to
-//! it), reads what the member should pay for from PostgreSQL and what Stripe has now, asks the
-//! pure `plan` for the writes, and sends each with the idempotency key `aqs-<row>-<write hash>`:
-//! a retry after a lost answer is the same request, so Stripe answers it again instead of
-//! charging twice. Success marks every row of the member up to the one read at the start; a
-//! failure pushes them back with exponential backoff (2 s doubling, at most 5 min).
+//! same transaction as the change that needs it. Most rows are worked off by [`run`], the loop
+//! every control-plane replica runs; an add-on upgrade runs [`sync_now`] in its own request, so the
+//! queue can take the size it paid for in the answer, and leaves a failure to the loop. `sync`
+//! takes the member's `billing_accounts` row `FOR UPDATE` (the loop uses `SKIP LOCKED`: a member
+//! another replica is syncing is left to it), reads what the member should pay for from
+//! PostgreSQL and what Stripe has now, asks the pure `plan` for the writes, and sends each with the
+//! idempotency key `aqs-<row>-<write hash>`: a retry after a lost answer is the same request, so
+//! Stripe answers it again instead of charging twice. Success marks every row of the member up to
+//! the newest one read at the start, then raises the queues Stripe now bills to their paid size
+//! (`apply_paid_sizes`); a failure pushes the rows back with exponential backoff (2 s doubling,
+//! at most 5 min) and keeps the error in `last_error`.
 
 use super::Billing;
 use super::plan::{self, Desired};

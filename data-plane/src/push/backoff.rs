@@ -1,6 +1,6 @@
 //! When a failed push is tried again: a numeric `Retry-After` (seconds, capped at 12 h) when the
 //! handler gave one, else exponential backoff with jitter. An HTTP-date `Retry-After` is ignored, as
-//! spec/push-delivery.md says.
+//! `docs/push-delivery.md` says.
 
 use aqs_core::push::RETRY_AFTER_MAX_SECS;
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Batch mode, the Worker-trigger contract of spec/aqs.md: one POST per batch,
+//! Batch mode, the Worker-trigger shape (`docs/push-delivery.md`, Batch mode): one POST per batch,
 //! `{"queue", "messages": [{id, body | body_base64, content_type, attributes, attempts, timestamp}]}`
 //! signed with a fresh batch id as `webhook-id`. A 2xx acknowledges every message its body does
 //! not name in `retry` (or all of them are retried with `retry_all`); anything else retries the

@@ -1,11 +1,14 @@
-//! One dispatcher per pushed queue per replica: lease, hand each lease to a delivery task, repeat.
+//! One dispatcher per pushed queue per replica: lease, hand each lease to a delivery task, repeat
+//! (`docs/push-delivery.md`).
 //!
-//! It leases exactly as a consumer does (the engine's consume, under a lease of the handler's
-//! timeout plus a margin), so replicas never deliver one message twice at once, and a dispatcher
-//! that dies mid-delivery leaves leases that simply run out and come back. It waits for messages
-//! with the long-poll machinery (woken by publishes, nacks and due delays, never a timer poll), and
-//! at most `concurrency` requests of a queue are in flight per replica: each holds a semaphore
-//! permit from lease to settlement.
+//! It leases exactly as a consumer does (the engine's consume, under a lease that covers filling a
+//! batch, the handler's timeout and a margin), so replicas never deliver one message twice at
+//! once, and a dispatcher that dies mid-delivery leaves leases that simply run out and come back.
+//! It waits for messages with the long-poll machinery (woken by publishes, nacks and due delays;
+//! each wait ends after at most `POLL` and the loop looks again, never polling Redis in
+//! between). At most `concurrency` deliveries of a queue are in flight per replica, each holding a
+//! semaphore permit from lease to settlement: a message in message mode, a whole batch in batch
+//! mode. Stopped, it hands back what it leased but did not send, uncounted.
 
 use super::settings::PushSettings;
 use super::{batch, message};

@@ -1,5 +1,5 @@
 //! Message mode: one POST per message, `{"id", "queue", "payload", "attempts"}` as
-//! spec/push-delivery.md describes it, then the verdict applied to the message's lease.
+//! `docs/push-delivery.md` describes it, then the verdict applied to the message's lease.
 //!
 //! `payload` is the body as a string (a producer's `JSON.stringify`'d payload arrives as that JSON
 //! text), or `payload_base64` for a body that is not UTF-8. `attempts` counts the previous

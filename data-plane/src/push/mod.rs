@@ -1,5 +1,5 @@
-//! Push delivery: the platform calls the queue's HTTP handler (spec/push-delivery.md, and the
-//! Worker-trigger batch shape of spec/aqs.md).
+//! Push delivery: the platform calls the queue's HTTP handler, one message or one batch (in the
+//! Worker-trigger shape) per request, as `docs/push-delivery.md` describes.
 //!
 //! The control plane projects each push target into `NS:{q:ID}:push` and lists the queue in
 //! `NS:push`. Every data-plane replica runs one supervisor ([`spawn`]) that reads that set about

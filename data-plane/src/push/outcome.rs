@@ -1,4 +1,4 @@
-//! What a handler's answer means for the messages it was about (DESIGN.md, "Push delivery: what the
+//! What a handler's answer means for the messages it was about (`docs/push-delivery.md`, "What the
 //! handler's answer means"), as a [`Verdict`] per message or a [`BatchVerdict`] per batch. Pure
 //! functions: the tests drive them with answers made by hand.
 //!
