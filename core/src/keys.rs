@@ -25,7 +25,7 @@
 //! | `NS:{q:ID}:push` | hash | the queue's push target (projection, `PushRecord`) |
 //! | `NS:{q:ID}:push:log` | list | the last 20 push delivery outcomes, newest first (`DeliveryRecord`) |
 //! | `NS:deleted:{q:ID}` | string | a deleted queue's tombstone, for a day: late projection writes skip it |
-//! | `NS:rl:{q:ID}:<token id>:<class>` | string | a token's rate budget of one class (the data plane's `rate.lua`), gone once full again (≤ 1 min idle) |
+//! | `NS:rl:{q:ID}:<token id>:<class>` | string | a token's rate budget of one class (the engine's `rate.lua`), gone once full again (≤ 1 min idle) |
 //! | `NS:slug:<slug>` | string | slug → queue id (projection) |
 //! | `NS:token:<sha256>` | hash | token → queue and scopes (projection); `revoked` for a day after revocation |
 //! | `NS:queues` | set | ids of every live queue (projection; the sweeper walks it) |
@@ -69,8 +69,8 @@ impl Keys {
         format!("{}:deleted:{{q:{id}}}", self.ns)
     }
 
-    /// A token's rate budget for one class of requests (`m`, `r`, `a`: the data plane's
-    /// `engine::rate`). In the queue's hash slot, so the queue's scripts can charge it; outside
+    /// A token's rate budget for one class of requests (`m`, `r`, `a`: the engine's
+    /// `rate.rs`). In the queue's hash slot, so the queue's scripts can charge it; outside
     /// its key pattern, as deleting the queue cannot name it: it expires on its own once idle.
     pub fn rate_bucket(&self, id: QueueId, token: uuid::Uuid, class: &str) -> String {
         format!("{}:rl:{{q:{id}}}:{}:{class}", self.ns, token.simple())
@@ -203,7 +203,7 @@ impl QueueKeys {
     pub fn stats(&self) -> String {
         self.key("stats")
     }
-    /// The last hour's counters per minute (the data plane's `minutes.lua`), with an expiry.
+    /// The last hour's counters per minute (the engine's `minutes.lua`), with an expiry.
     pub fn minutes(&self) -> String {
         self.key("minutes")
     }
@@ -212,7 +212,7 @@ impl QueueKeys {
     pub fn large(&self) -> String {
         self.key("large")
     }
-    /// The replicas' storage budget leases (the data plane's `budget.lua`).
+    /// The replicas' storage budget leases (the engine's `budget.lua`).
     pub fn budget(&self) -> String {
         self.key("budget")
     }

@@ -4,7 +4,7 @@
 
 use super::support::{Page, Visitor, publish, queue_of, spawn_console};
 use aqs_core::time::now_ms;
-use aqs_data_plane::engine::{ConsumeOutcome, NewMessage};
+use aqs_engine::{ConsumeOutcome, NewMessage};
 use sqlx::PgPool;
 
 /// The address of the "Next page" link.

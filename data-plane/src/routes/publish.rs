@@ -10,7 +10,6 @@
 use super::views::QueuePath;
 use crate::QueueContext;
 use crate::body;
-use crate::engine::{Charge, Class, NewMessage, PublishOutcome, Published};
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::errors;
@@ -18,6 +17,7 @@ use aqs_core::limits::{self, KIB};
 use aqs_core::projection::QueueMeta;
 use aqs_core::time::{now_ms, rfc3339};
 use aqs_core::token::Scope;
+use aqs_engine::{Charge, Class, NewMessage, PublishOutcome, Published};
 use axum::extract::{Request, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderValue, StatusCode};
@@ -224,12 +224,13 @@ async fn store(
     let outcome = state.engine.charged(charge).publish(ctx.queue, messages, now_ms()).await;
     // This replica's long polls are woken here rather than by the PUBLISH (wake.rs). A publish
     // whose reply was lost may have stored every message.
+    let waiters = state.engine.waiters();
     match &outcome {
         Ok(PublishOutcome::Stored(published)) => {
-            state.waiters.published(ctx.queue, published.iter().filter(|p| !p.duplicate).count())
+            waiters.published(ctx.queue, published.iter().filter(|p| !p.duplicate).count())
         }
         Err(ApiError::RateLimited { .. }) => {}
-        Err(_) => state.waiters.published(ctx.queue, messages.len()),
+        Err(_) => waiters.published(ctx.queue, messages.len()),
         Ok(_) => {}
     }
     match outcome? {

@@ -4,7 +4,7 @@
 -- A single publish must not pay for a write of the queue's stored bytes (with its AOF record, a
 -- quarter of the script's Redis time), yet the storage limit stays exact. So each replica leases a
 -- slice of the queue's free storage, draws its single publishes from it in process
--- (engine/ledger.rs), and adds what it drew to `stats.bytes` at the next flush (flush.lua). The
+-- (engine/src/ledger.rs), and adds what it drew to `stats.bytes` at the next flush (flush.lua). The
 -- budget hash holds every live lease, replica id -> 'bytes:expires_ms'. Admission everywhere is
 --   bytes + every live lease + what is being added <= storage_limit
 -- and `bytes` + Σ leases is never less than what is stored, as a replica draws only within its

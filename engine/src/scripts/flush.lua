@@ -1,4 +1,4 @@
--- flush.lua: writes what a replica published since its last flush (engine/ledger.rs): the bytes
+-- flush.lua: writes what a replica published since its last flush (engine/src/ledger.rs): the bytes
 -- it drew from its storage lease become stored bytes, today's publish counts are added, and the
 -- lease is renewed at what remains, topped up while the replica is publishing or given back
 -- when it is idle (budget.lua). Nothing is written for a queue deleted meanwhile.

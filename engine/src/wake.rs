@@ -6,10 +6,11 @@
 //!
 //! The replica that published wakes its own waiters as soon as its script returns (`published`),
 //! without waiting for its PUBLISH to come back through Redis: one Redis hop and one task hand-off
-//! less on the way to its long polls. A publish's payload names its replica (`n:replica`), and that
-//! replica's subscriber skips it. Nothing is missed by skipping: a waiter registers before its
-//! consume attempt, so either the attempt ran after the publish and found the message, or the
-//! waiter was registered when the publish returned and `published` woke it. Other wake-ups (nack,
+//! less on the way to its long polls. A publish's payload names
+//! its replica (`n:replica`), and that replica's subscriber skips it. Nothing is missed by
+//! skipping: a waiter registers before its consume attempt, so either the attempt ran after the
+//! publish and found the message, or the waiter was registered when the publish returned and
+//! `published` woke it. Other wake-ups (nack,
 //! sweep, replay) carry only `n` and reach every replica, their sender's included.
 //!
 //! No wake-up is lost: a waiter enables its `Notified` before each consume attempt, so a publish
@@ -26,7 +27,7 @@
 //! While the subscriber is disconnected, wake-ups are missed: on every (re)subscribe every waiter
 //! is woken to look again, and waiters also wake at their deadline or the next lease/delay due.
 
-use crate::state::DataPlane;
+use crate::Engine;
 use aqs_core::ids::QueueId;
 use aqs_core::keys::queue_of_wake_channel;
 use futures_util::StreamExt;
@@ -105,11 +106,11 @@ impl Drop for Waiter {
 }
 
 /// The subscriber task: connects, PSUBSCRIBEs, dispatches; on any failure waits and reconnects.
-pub fn spawn_subscriber(state: &DataPlane, shutdown: CancellationToken) -> JoinHandle<()> {
-    let waiters = state.waiters.clone();
-    let me: Arc<str> = state.engine.replica().into();
-    let redis = state.engine.conn();
-    let pattern = state.engine.keys().wake_pattern();
+pub(crate) fn spawn_subscriber(engine: &Engine, shutdown: CancellationToken) -> JoinHandle<()> {
+    let waiters = engine.waiters().clone();
+    let me: Arc<str> = engine.replica().into();
+    let redis = engine.conn();
+    let pattern = engine.keys().wake_pattern();
     tokio::spawn(async move {
         let mut backoff = Duration::from_millis(100);
         loop {

@@ -1,10 +1,10 @@
 -- rate.lua: prepended to every script a request may be charged to (scripts.rs): the token rate
--- limits, held here for the whole deployment rather than per replica (engine/rate.rs).
+-- limits, held here for the whole deployment rather than per replica (engine/src/rate.rs).
 --
 -- A charged call passes the token's bucket as its LAST key (NS:rl:{q:ID}:<token>:<class>, the
 -- queue's hash slot) and opens ARGV with five values: 'rl', the budget (requests), the interval
 -- (ms per request: the budget refills one request per interval), now_ms and the claim (how many
--- requests the calling replica asks for at once, 1 or more: engine/slices.rs). This prelude takes
+-- requests the calling replica asks for at once, 1 or more: engine/src/slices.rs). This prelude takes
 -- those five off, so each script reads its own ARGV from 1 whether it is charged or not; an
 -- uncharged call (the sweeper, push dispatchers, the console, a request the replica admitted from
 -- a slice it already holds) passes neither.
@@ -45,7 +45,7 @@ end
 
 -- Every script that has this prelude runs as a function whose reply goes through here
 -- (scripts.rs): a charged call that was admitted answers {'granted', n, reply}, so the replica
--- knows how many requests it now holds (engine/slices.rs); every other call answers the reply.
+-- knows how many requests it now holds (engine/src/slices.rs); every other call answers the reply.
 local function rate_reply(reply)
   if GRANTED then return { 'granted', GRANTED, reply } end
   return reply

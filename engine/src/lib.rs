@@ -1,9 +1,12 @@
-//! The message engine: the one place that talks to Redis about messages. Every operation is one
-//! Lua script (`scripts/*.lua`, one per operation) run with one EVALSHA; purges and replays of a
-//! whole queue run the same script in bounded chunks so Redis is never blocked for long. Every
-//! script but the two publish scripts gets the fifteen standard keys and the `common.lua` prelude;
-//! publish, the hot path, stands alone with the keys it touches (`publish_one.lua` for one plain
-//! message, `publish.lua` for the rest).
+//! `aqs-engine`, the message engine: the one place that talks to Redis about messages, and the
+//! one that wakes long polls after a write (`wake.rs`), whoever called it. It imports no plane: the
+//! data plane is HTTP over it, the control plane and the console call it directly, and `aqs serve`
+//! builds one per process and hands it to every role. Every operation is one Lua script
+//! (`scripts/*.lua`, one per operation) run with one EVALSHA; purges and replays of a whole queue
+//! run the same script in bounded chunks so Redis is never blocked for long. Every script but four
+//! gets the standard queue keys and the `common.lua` prelude; publish, the hot path, stands alone
+//! with the keys it touches (`publish_one.lua` for one plain message, `publish.lua` for the rest),
+//! and the storage-lease scripts `lease.lua` and `flush.lua` take only the keys they use.
 //!
 //! # Structures (per queue, all under the hash tag `{q:ID}`, names from `aqs_core::keys`)
 //!
@@ -97,6 +100,7 @@ mod scripts;
 mod slices;
 mod stats;
 mod sweep;
+mod wake;
 
 pub use ack::NackResult;
 pub use admin::{PURGE_CHUNK, PeekedMessage};
@@ -110,6 +114,7 @@ pub use replication::ReplicaAcks;
 pub use scripts::Scripts;
 pub use stats::{DAILY_HISTORY_DAYS, DailyCount, MINUTE_HISTORY, MinuteCount, QueueStats};
 pub use sweep::SweepOutcome;
+pub use wake::{Waiter, Waiters};
 
 use aqs_core::error::ApiResult;
 use aqs_core::ids::{MessageId, QueueId};
@@ -119,6 +124,8 @@ use redis::{Script, ScriptInvocation, Value};
 use reply::{Reply, Status, unexpected};
 use std::sync::Arc;
 use std::time::Instant;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// A script invocation that knows its script's name, for the script metrics. Derefs to the
 /// `ScriptInvocation` it wraps, so keys and arguments are added as before.
@@ -144,7 +151,8 @@ impl std::ops::DerefMut for Invocation<'_> {
     }
 }
 
-/// Runs the message scripts for any queue. Cheap to clone; the console uses one directly.
+/// Runs the message scripts for any queue. Cheap to clone: every clone shares the process's
+/// scripts, ledger, replica id, replica acks and long-poll waiters.
 #[derive(Clone)]
 pub struct Engine {
     conn: RedisConn,
@@ -160,6 +168,8 @@ pub struct Engine {
     slices: Arc<slices::Slices>,
     /// How many replicas must have a write before it is answered (`replication.rs`).
     acks: Arc<ReplicaAcks>,
+    /// This process's long polls, woken after every write that may give them something (`wake.rs`).
+    waiters: Waiters,
 }
 
 impl Engine {
@@ -173,6 +183,7 @@ impl Engine {
             charge: None,
             slices: Arc::default(),
             acks: Arc::new(ReplicaAcks::new(0, std::time::Duration::from_secs(1))),
+            waiters: Waiters::default(),
         }
     }
 
@@ -181,6 +192,13 @@ impl Engine {
         let timeout = std::time::Duration::from_millis(config.redis_replica_ack_timeout_ms);
         Self::new(conn, Keys::new(&config.redis_namespace))
             .with_replica_acks(ReplicaAcks::new(config.redis_replica_acks, timeout))
+    }
+
+    /// [`Engine::from_config`] with its scripts loaded ([`Engine::load_scripts`]).
+    pub async fn loaded(conn: RedisConn, config: &aqs_core::config::Config) -> anyhow::Result<Self> {
+        let engine = Self::from_config(conn, config);
+        engine.load_scripts().await?;
+        Ok(engine)
     }
 
     /// This engine with every acknowledged write waiting for `acks` (`AQS_REDIS_REPLICA_ACKS`).
@@ -197,6 +215,31 @@ impl Engine {
             self.acks.confirm(&self.conn, key).await?;
         }
         Ok(())
+    }
+
+    /// Loads every script (`SCRIPT LOAD`: a Lua error fails here, at start, not on a request) and
+    /// names them to the script metrics. A process that must start while Redis is down skips this:
+    /// the scripts then load on first use.
+    pub async fn load_scripts(&self) -> anyhow::Result<()> {
+        use anyhow::Context;
+        let mut conn = self.conn();
+        let named = self.scripts.named();
+        for (script, _) in named {
+            script.prepare_invoke().load_async(&mut conn).await.context("loading the engine's Lua scripts")?;
+        }
+        aqs_core::metrics::scripts_known(&named.map(|(_, name)| name));
+        Ok(())
+    }
+
+    /// This process's long polls: a poll registers here before its first consume attempt.
+    pub fn waiters(&self) -> &Waiters {
+        &self.waiters
+    }
+
+    /// Starts the wake-up subscriber (`wake.rs`): wake-ups other replicas publish reach this
+    /// process's long polls. Ends when `shutdown` is cancelled.
+    pub fn spawn_wake_subscriber(&self, shutdown: CancellationToken) -> JoinHandle<()> {
+        wake::spawn_subscriber(self, shutdown)
     }
 
     /// This process among the replicas (storage leases, wake-ups).

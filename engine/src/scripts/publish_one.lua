@@ -6,7 +6,7 @@
 -- and again when the effects are written to the AOF), hence the terse shape: one HMGET of the
 -- settings and the waiting mark, XADD, and PUBLISH only while a long poll may be waiting. The
 -- caller has already drawn the message's bytes from its storage lease (budget.lua) and counts it
--- (engine/ledger.rs): neither the storage limit nor today's count costs a write here.
+-- (engine/src/ledger.rs): neither the storage limit nor today's count costs a write here.
 -- KEYS[1] meta, KEYS[2] stream, KEYS[3] wake (as in common.lua), then KEYS[4] the token's rate
 --       bucket when charged (rate.lua, prepended: it also opens ARGV; a refusal returns
 --       {'rate_limited', ...} before anything changes).
