@@ -79,8 +79,24 @@ pub enum PublishOutcome {
 }
 
 impl Engine {
-    /// Stores `messages` (all or none) at `now_ms`.
+    /// Stores `messages` (all or none) at `now_ms`, then wakes this process's long polls on
+    /// `queue` (`wake.rs`): every publish, whoever asks for it, wakes them the same way.
     pub async fn publish(&self, queue: QueueId, messages: &[NewMessage], now_ms: u64) -> ApiResult<PublishOutcome> {
+        let outcome = self.store(queue, messages, now_ms).await;
+        // A publish whose reply was lost may have stored every message; a rate refusal stored none.
+        let stored = match &outcome {
+            Ok(PublishOutcome::Stored(published)) => published.iter().filter(|p| !p.duplicate).count(),
+            Ok(_) | Err(ApiError::RateLimited { .. }) => 0,
+            Err(_) => messages.len(),
+        };
+        if stored > 0 {
+            self.waiters.published(queue, stored);
+        }
+        outcome
+    }
+
+    /// [`Engine::publish`] without the wake-up.
+    async fn store(&self, queue: QueueId, messages: &[NewMessage], now_ms: u64) -> ApiResult<PublishOutcome> {
         if let [message] = messages
             && message.is_plain()
             && !message.is_large()

@@ -4,13 +4,16 @@
 //! messages the publish stored (the message's payload), never more than the queue has waiters, so
 //! one message wakes one waiter, not all of them (each woken waiter runs the consume script).
 //!
-//! The replica that published wakes its own waiters as soon as its script returns (`published`),
-//! without waiting for its PUBLISH to come back through Redis: one Redis hop and one task hand-off
-//! less on the way to its long polls. A publish's payload names
+//! The engine that published wakes its own process's waiters as soon as its script returns
+//! (`Engine::publish` calls `published` after the write, whoever asked for the publish: the API,
+//! the console's form, anything else), without waiting for its PUBLISH to come back through Redis:
+//! one Redis hop and one task hand-off less on the way to its long polls. A publish's payload names
 //! its replica (`n:replica`), and that replica's subscriber skips it. Nothing is missed by
 //! skipping: a waiter registers before its consume attempt, so either the attempt ran after the
 //! publish and found the message, or the waiter was registered when the publish returned and
-//! `published` woke it. Other wake-ups (nack,
+//! `published` woke it. A caller never wakes anyone itself: a publish that skipped the engine's
+//! waking would be skipped by this process's subscriber too, and its long polls would sleep on to
+//! their deadline. Other wake-ups (nack,
 //! sweep, replay) carry only `n` and reach every replica, their sender's included.
 //!
 //! No wake-up is lost: a waiter enables its `Notified` before each consume attempt, so a publish

@@ -221,18 +221,8 @@ async fn store(
     messages: &[NewMessage],
 ) -> ApiResult<Vec<Published>> {
     let in_batch = |index: usize, source: ApiError| ApiError::InBatch { index, source: Box::new(source) };
+    // The engine wakes this process's long polls after the write (`aqs_engine::Waiters`).
     let outcome = state.engine.charged(charge).publish(ctx.queue, messages, now_ms()).await;
-    // This replica's long polls are woken here rather than by the PUBLISH (wake.rs). A publish
-    // whose reply was lost may have stored every message.
-    let waiters = state.engine.waiters();
-    match &outcome {
-        Ok(PublishOutcome::Stored(published)) => {
-            waiters.published(ctx.queue, published.iter().filter(|p| !p.duplicate).count())
-        }
-        Err(ApiError::RateLimited { .. }) => {}
-        Err(_) => waiters.published(ctx.queue, messages.len()),
-        Ok(_) => {}
-    }
     match outcome? {
         PublishOutcome::Stored(published) => Ok(published),
         PublishOutcome::QueueMissing => Err(ApiError::not_found("no such queue")),
