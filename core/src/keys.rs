@@ -232,6 +232,53 @@ impl QueueKeys {
     pub fn push_log(&self) -> String {
         self.key("push:log")
     }
+    /// The standard keys of every queue script but the publish and storage-lease ones, in the
+    /// order `common.lua` reads them (`KEYS[1]` … `KEYS[15]`).
+    pub fn standard(&self) -> [String; 15] {
+        [
+            self.meta(),
+            self.stream(),
+            self.lease(),
+            self.backoff(),
+            self.delayed(),
+            self.delayed_messages(),
+            self.dead_letters(),
+            self.dead_letter_index(),
+            self.errors(),
+            self.stats(),
+            self.wake(),
+            self.idempotency_prefix(),
+            self.idempotency_index(),
+            self.large(),
+            self.minutes(),
+        ]
+    }
+
+    /// Every key that holds this queue's state, but for its idempotency records (`idem_ix` lists
+    /// them): the one inventory of the queue's keys. Deleting the queue (`drop_queue.lua`) unlinks
+    /// exactly these; a key added to a queue belongs here.
+    pub fn stored(&self) -> [String; 17] {
+        [
+            self.meta(),
+            self.stream(),
+            self.lease(),
+            self.backoff(),
+            self.delayed(),
+            self.delayed_messages(),
+            self.dead_letters(),
+            self.dead_letter_index(),
+            self.errors(),
+            self.stats(),
+            self.idempotency_index(),
+            self.large(),
+            self.minutes(),
+            self.budget(),
+            self.token_last_used(),
+            self.push(),
+            self.push_log(),
+        ]
+    }
+
     /// Pattern matching every key of this queue (tests check that a deleted queue left none).
     pub fn pattern(&self) -> String {
         format!("{}:*", self.prefix)
@@ -259,26 +306,8 @@ mod tests {
         let id = QueueId::new();
         let keys = Keys::new("aqs").queue(id);
         let tag = format!("{{q:{id}}}");
-        for key in [
-            keys.meta(),
-            keys.stream(),
-            keys.lease(),
-            keys.dead_letters(),
-            keys.budget(),
-            keys.idempotency("k"),
-            keys.idempotency_index(),
-            keys.backoff(),
-            keys.errors(),
-            keys.dead_letter_index(),
-            keys.delayed_messages(),
-            keys.stats(),
-            keys.minutes(),
-            keys.token_last_used(),
-            keys.wake(),
-            keys.push(),
-            keys.push_log(),
-            keys.large(),
-        ] {
+        let named = [keys.wake(), keys.idempotency_prefix(), keys.idempotency("k")];
+        for key in keys.stored().into_iter().chain(keys.standard()).chain(named) {
             assert!(key.starts_with(&format!("aqs:{tag}:")), "{key}");
         }
         assert_eq!(queue_of_wake_channel(&keys.wake()), Some(id));

@@ -223,11 +223,10 @@ impl Engine {
     pub async fn load_scripts(&self) -> anyhow::Result<()> {
         use anyhow::Context;
         let mut conn = self.conn();
-        let named = self.scripts.named();
-        for (script, _) in named {
+        for (script, _) in self.scripts.named() {
             script.prepare_invoke().load_async(&mut conn).await.context("loading the engine's Lua scripts")?;
         }
-        aqs_core::metrics::scripts_known(&named.map(|(_, name)| name));
+        aqs_core::metrics::scripts_known(&Scripts::NAMES);
         Ok(())
     }
 
@@ -264,7 +263,7 @@ impl Engine {
         Invocation { inv: script.prepare_invoke(), script, queue: None }
     }
 
-    /// Starts an invocation of `script` with the fifteen standard queue keys (`common.lua`),
+    /// Starts an invocation of `script` with the standard queue keys (`QueueKeys::standard`),
     /// charged to this engine's [`Charge`] if it has one. A charged call takes no further keys.
     fn invocation<'a>(&self, script: &'a Script, queue: QueueId) -> Invocation<'a> {
         self.invocation_charged(script, queue, self.charge)
@@ -275,21 +274,9 @@ impl Engine {
         let q = self.keys.queue(queue);
         let mut inv = self.prepare(script);
         inv.queue = Some(queue);
-        inv.key(q.meta())
-            .key(q.stream())
-            .key(q.lease())
-            .key(q.backoff())
-            .key(q.delayed())
-            .key(q.delayed_messages())
-            .key(q.dead_letters())
-            .key(q.dead_letter_index())
-            .key(q.errors())
-            .key(q.stats())
-            .key(q.wake())
-            .key(q.idempotency_prefix())
-            .key(q.idempotency_index())
-            .key(q.large())
-            .key(q.minutes());
+        for key in q.standard() {
+            inv.key(key);
+        }
         if let Some(charge) = charge {
             inv.key(charge.bucket(&self.keys, queue));
             charge.open_args(&mut inv);

@@ -31,7 +31,10 @@ impl Engine {
         let q = self.keys.queue(queue);
         loop {
             let mut inv = self.invocation(&self.scripts.drop_queue, queue);
-            inv.key(q.budget()).key(q.token_last_used()).key(q.push()).key(q.push_log());
+            // Every key the queue stores, from the one inventory (`QueueKeys::stored`).
+            for key in q.stored() {
+                inv.key(key);
+            }
             inv.arg(DROP_CHUNK);
             match self.run(&inv).await? {
                 Value::Int(0) => return Ok(()),

@@ -129,7 +129,7 @@ impl Engine {
         my_lease: Option<i64>,
         charge: Option<Charge>,
     ) -> ApiResult<PublishOutcome> {
-        // publish.lua takes only the keys it touches (see its header), not the standard fifteen.
+        // publish.lua takes only the keys it touches (see its header), not the standard ones.
         let q = self.keys.queue(queue);
         let mut inv = self.prepare(&self.scripts.publish);
         inv.queue = Some(queue);

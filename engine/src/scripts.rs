@@ -9,6 +9,10 @@
 //! charged to: the common.lua ones and both publish scripts (it takes its arguments off ARGV
 //! before any other code reads ARGV); the rest of such a script runs as a function whose reply
 //! `rate_end.lua` answers, so that an admitted charge can say how much it was granted.
+//!
+//! Every script is named once, in the table at the bottom ([`scripts!`]): the `Scripts` struct,
+//! loading them all, the script metrics' labels and which writes wait for replica acks all come
+//! from it. A new operation is one `.lua` file, one line there and its method on `Engine`.
 
 use redis::Script;
 
@@ -36,6 +40,7 @@ macro_rules! charged {
     };
 }
 
+/// A queue script: the standard keys and helpers (`common.lua`), chargeable.
 macro_rules! script {
     ($file:literal) => {
         charged!(
@@ -46,118 +51,97 @@ macro_rules! script {
     };
 }
 
-pub struct Scripts {
-    pub publish: Script,
-    pub publish_one: Script,
-    pub lease: Script,
-    pub flush: Script,
-    pub consume: Script,
-    pub ack: Script,
-    pub nack: Script,
-    pub bury: Script,
-    pub release: Script,
-    pub stats: Script,
-    pub peek: Script,
-    pub purge: Script,
-    pub sweep: Script,
-    pub dlq_list: Script,
-    pub dlq_replay: Script,
-    pub dlq_purge: Script,
-    pub held_leases: Script,
-    pub drop_queue: Script,
-    pub extend: Script,
-    pub browse: Script,
+/// Builds `Scripts` from one table of `name: acknowledged, source;` (the name is the file's stem
+/// and the metrics' label; `acknowledged`: whether it writes what a client's 2xx vouches for).
+macro_rules! scripts {
+    ($($name:ident: $acknowledged:literal, $source:expr;)+) => {
+        pub struct Scripts {
+            $(pub $name: Script,)+
+        }
+
+        impl Scripts {
+            /// Every script's name, in the table's order.
+            pub const NAMES: [&'static str; [$(stringify!($name)),+].len()] = [$(stringify!($name)),+];
+
+            pub fn new() -> Self {
+                Self { $($name: $source,)+ }
+            }
+
+            /// Every script with its name and whether it is acknowledged.
+            fn table(&self) -> [(&Script, &'static str, bool); Self::NAMES.len()] {
+                [$((&self.$name, stringify!($name), $acknowledged),)+]
+            }
+        }
+    };
+}
+
+scripts! {
+    publish: true, charged!(
+        include_str!("scripts/minutes.lua"),
+        include_str!("scripts/budget.lua"),
+        include_str!("scripts/publish.lua")
+    );
+    publish_one: true, charged!(include_str!("scripts/publish_one.lua"));
+    lease: false, with_budget!("", "lease.lua");
+    flush: false, with_budget!(concat!(include_str!("scripts/minutes.lua"), "\n"), "flush.lua");
+    consume: true, script!("consume.lua");
+    ack: true, script!("ack.lua");
+    nack: true, script!("nack.lua");
+    bury: true, script!("bury.lua");
+    release: true, script!("release.lua");
+    stats: false, script!("stats.lua");
+    peek: false, script!("peek.lua");
+    purge: true, script!("purge.lua");
+    sweep: false, with_budget!(
+        concat!(include_str!("scripts/minutes.lua"), "\n", include_str!("scripts/common.lua"), "\n"),
+        "sweep.lua"
+    );
+    dlq_list: false, script!("dlq_list.lua");
+    dlq_replay: true, script!("dlq_replay.lua");
+    dlq_purge: true, script!("dlq_purge.lua");
+    held_leases: false, script!("held_leases.lua");
+    drop_queue: true, script!("drop_queue.lua");
+    extend: true, script!("extend.lua");
+    browse: false, script!("browse.lua");
 }
 
 impl Scripts {
-    pub fn new() -> Self {
-        Self {
-            publish: charged!(
-                include_str!("scripts/minutes.lua"),
-                include_str!("scripts/budget.lua"),
-                include_str!("scripts/publish.lua")
-            ),
-            publish_one: charged!(include_str!("scripts/publish_one.lua")),
-            lease: with_budget!("", "lease.lua"),
-            flush: with_budget!(concat!(include_str!("scripts/minutes.lua"), "\n"), "flush.lua"),
-            consume: script!("consume.lua"),
-            ack: script!("ack.lua"),
-            nack: script!("nack.lua"),
-            bury: script!("bury.lua"),
-            release: script!("release.lua"),
-            stats: script!("stats.lua"),
-            peek: script!("peek.lua"),
-            purge: script!("purge.lua"),
-            sweep: with_budget!(
-                concat!(include_str!("scripts/minutes.lua"), "\n", include_str!("scripts/common.lua"), "\n"),
-                "sweep.lua"
-            ),
-            dlq_list: script!("dlq_list.lua"),
-            dlq_replay: script!("dlq_replay.lua"),
-            dlq_purge: script!("dlq_purge.lua"),
-            held_leases: script!("held_leases.lua"),
-            drop_queue: script!("drop_queue.lua"),
-            extend: script!("extend.lua"),
-            browse: script!("browse.lua"),
-        }
-    }
-
     /// Every script with its name (its file's stem): for loading them all at start-up (`SCRIPT
-    /// LOAD` catches a Lua syntax error before the first request does) and the script metrics.
-    pub fn named(&self) -> [(&Script, &'static str); 20] {
-        [
-            (&self.publish, "publish"),
-            (&self.publish_one, "publish_one"),
-            (&self.lease, "lease"),
-            (&self.flush, "flush"),
-            (&self.consume, "consume"),
-            (&self.ack, "ack"),
-            (&self.nack, "nack"),
-            (&self.bury, "bury"),
-            (&self.release, "release"),
-            (&self.stats, "stats"),
-            (&self.peek, "peek"),
-            (&self.purge, "purge"),
-            (&self.sweep, "sweep"),
-            (&self.dlq_list, "dlq_list"),
-            (&self.dlq_replay, "dlq_replay"),
-            (&self.dlq_purge, "dlq_purge"),
-            (&self.held_leases, "held_leases"),
-            (&self.drop_queue, "drop_queue"),
-            (&self.extend, "extend"),
-            (&self.browse, "browse"),
-        ]
+    /// LOAD` catches a Lua syntax error before the first request does).
+    pub fn named(&self) -> impl Iterator<Item = (&Script, &'static str)> {
+        self.table().into_iter().map(|(script, name, _)| (script, name))
     }
 
     /// Whether `script` writes what a client's 2xx vouches for (a message, a lease, an ack, a
     /// removal), so that with replica acks its answer waits for the replicas. The storage leases,
     /// the ledger's flush and the sweeper answer no client; the reads write only rate budgets.
     pub fn acknowledged(&self, script: &Script) -> bool {
-        const WRITES: &[&str] = &[
-            "publish",
-            "publish_one",
-            "consume",
-            "ack",
-            "nack",
-            "bury",
-            "release",
-            "extend",
-            "purge",
-            "dlq_replay",
-            "dlq_purge",
-            "drop_queue",
-        ];
-        WRITES.contains(&self.name_of(script))
+        self.table().iter().any(|(s, _, acknowledged)| *acknowledged && std::ptr::eq(*s, script))
     }
 
     /// The name of one of these scripts, for the script metrics.
     pub fn name_of(&self, script: &Script) -> &'static str {
-        self.named().iter().find(|(s, _)| std::ptr::eq(*s, script)).map_or("other", |(_, name)| name)
+        self.table().iter().find(|(s, _, _)| std::ptr::eq(*s, script)).map_or("other", |(_, name, _)| name)
     }
 }
 
 impl Default for Scripts {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Scripts;
+
+    #[test]
+    fn every_script_is_named_by_its_file_and_found_by_its_name() {
+        let scripts = Scripts::new();
+        assert_eq!(scripts.named().count(), Scripts::NAMES.len());
+        for (script, name) in scripts.named() {
+            assert_eq!(scripts.name_of(script), name);
+        }
+        assert!(scripts.acknowledged(&scripts.publish_one) && !scripts.acknowledged(&scripts.sweep));
     }
 }

@@ -1,5 +1,5 @@
 -- ack.lua: acknowledges deliveries: the message is deleted.
--- KEYS: the fifteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+-- KEYS: the standard queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
 --       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, utc_day, count, then per receipt 6 values: stream id, message id, delivery number,
 --       then the receipt's hint (version 2 receipts, HMAC'd with the rest): the entry's delivery

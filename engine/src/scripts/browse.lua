@@ -1,7 +1,7 @@
 -- browse.lua: the console's view of a queue's messages in every state (read only): a page of them,
 -- or one whole. Pages run through the stream (ready and leased messages) in stream order, then
 -- through the delayed messages by due time; the cursor says where the last page stopped.
--- KEYS: the fifteen queue keys (common.lua).
+-- KEYS: the standard queue keys (common.lua).
 -- ARGV: now_ms, 'page', limit, preview bytes, cursor ('' = from the start, 's<stream id>' = the
 --       stream after that entry, 'd<due ms>:<message id>' = the delayed messages after that one)
 --   or  now_ms, 'one', where ('s' stream, 'd' delayed, 'x' dead letter), stream id or message id.
@@ -37,7 +37,7 @@ end
 local function add_stream(sid, e, last)
   if not last or sid_after(sid, last) then return add('ready', e.pa, sid, e, e.n) end
   local deadline = redis.call('ZSCORE', K_LEASE, sid)
-  local done = deliveries(sid, e) or tonumber(e.n)
+  local done = deliveries(K_STREAM, sid, e) or tonumber(e.n)
   if not deadline then return add('ready', e.pa, sid, e, done) end
   deadline = tonumber(deadline)
   if deadline <= now then return add('ready', deadline, sid, e, done) end

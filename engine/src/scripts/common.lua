@@ -1,8 +1,9 @@
 -- common.lua: prepended to every script by scripts.rs (Lua scripts cannot include each other).
 --
 -- Every queue script but publish.lua and publish_one.lua (which stand alone, see their headers)
--- receives the same fifteen queue keys, in this order (Engine::invocation builds them from
--- core::keys); a script may ignore some. All share the hash tag {q:ID}.
+-- receives the same standard queue keys, in this order (Engine::invocation passes core::keys'
+-- QueueKeys::standard, the one list of them); a script may ignore some. All share the hash tag
+-- {q:ID}.
 --   KEYS[1]  meta       hash   projected settings, and 'w': until when (ms) a long poll may wait
 --                              (publishes PUBLISH on wake only until then; see mark_waiting)
 --   KEYS[2]  stream     stream ready and leased messages, consumer group 'g', one consumer 'c'
@@ -35,10 +36,10 @@ local K_META, K_STREAM, K_LEASE, K_BACKOFF = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_DELAYED, K_DELAYED_M, K_DLQ, K_DLQ_IX = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local K_ERRORS, K_STATS, K_WAKE, K_IDEM = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 local K_IDEM_IX, K_LARGE, K_MINUTES = KEYS[13], KEYS[14], KEYS[15]
+-- How many they are: a script's own keys come after them.
+local STANDARD_KEYS = 15
 local IDEM_MS = 86400000
 local WAIT_GRACE_MS = 1000
--- Dead letters this script call made (dead_letter), for its count_minute.
-local dead_lettered = 0
 
 local function read_meta()
   local m = redis.call('HMGET', K_META, 'v', 'paused', 'visibility_ms', 'max_attempts', 'payload_limit', 'storage_limit')
@@ -95,11 +96,25 @@ local function mark_waiting(until_ms)
   if tonumber(redis.call('HGET', K_META, 'w') or '0') < mark then redis.call('HSET', K_META, 'w', mark) end
 end
 
--- Deliveries so far of a leased entry: the base carried in the entry plus the PEL counter.
-local function deliveries(sid, e)
-  local p = redis.call('XPENDING', K_STREAM, 'g', sid, sid, 1)
+-- Deliveries so far of a leased entry of `stream`: the base carried in the entry plus the PEL
+-- counter.
+local function deliveries(stream, sid, e)
+  local p = redis.call('XPENDING', stream, 'g', sid, sid, 1)
   if #p == 0 then return nil end
   return tonumber(e.n) + p[1][4]
+end
+
+-- The entry of a receipt's delivery (stream id `sid`, message `mid`, delivery number `delivery`)
+-- while that delivery is the current one: its entry is the receipt's message, delivered that many
+-- times, and a nack has not released its lease (`backoff`). nil: the lease is lost. The check of
+-- every script that settles a delivery by reading its entry (nack, bury, release); ack and extend
+-- make the same check from the receipt's hint without reading the entry.
+local function current_entry(stream, backoff, sid, mid, delivery)
+  local e = entry(stream, sid)
+  if e and e.id == mid and deliveries(stream, sid, e) == delivery and not redis.call('ZSCORE', backoff, sid) then
+    return e
+  end
+  return nil
 end
 
 -- The group is created (with MKSTREAM, from id 0) before the first XADD, so no entry can ever be
@@ -151,7 +166,8 @@ local function forget_large(ids)
   if #ids > 0 and redis.call('EXISTS', K_LARGE) == 1 then redis.call('ZREM', K_LARGE, unpack(ids)) end
 end
 
--- Moves a leased stream entry to the dead-letter queue. Its bytes stay counted.
+-- Moves a leased stream entry to the dead-letter queue. Its bytes stay counted; the caller counts
+-- the dead letter (count_minute).
 local function dead_letter(sid, e, reason, attempts, now)
   -- Written to the DLQ before it leaves the stream: the message is never in neither place.
   local args = entry_args(e)
@@ -165,7 +181,6 @@ local function dead_letter(sid, e, reason, attempts, now)
   redis.call('ZREM', K_LEASE, sid)
   redis.call('ZREM', K_BACKOFF, sid)
   redis.call('HDEL', K_ERRORS, sid)
-  dead_lettered = dead_lettered + 1
 end
 
 -- Moves up to `limit` delayed messages that are due into the stream; returns how many.

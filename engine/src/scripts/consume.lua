@@ -1,6 +1,6 @@
 -- consume.lua: leases up to max messages: due leases first (expired or released by a nack), then
 -- never-delivered entries. Expired leases that used every attempt go to the DLQ instead.
--- KEYS: the fifteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+-- KEYS: the standard queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
 --       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, utc_day, max messages, lease ms (0 = the queue's visibility timeout), the ms until
 --       which the caller will wait for messages if this finds none (0 = it will not wait).
@@ -21,7 +21,7 @@ local deadline = now + lease_ms
 -- Delays that fell due since the sweeper last ran become ready now, not up to a second later.
 promote_due(now, 100)
 
-local out, delivered = { 'ok', lease_ms, '' }, 0
+local out, delivered, dead = { 'ok', lease_ms, '' }, 0, 0
 local function deliver(sid, e, attempts)
   local o = #out
   out[o + 1] = sid; out[o + 2] = e.id; out[o + 3] = e.b; out[o + 4] = e.ct; out[o + 5] = e.a
@@ -38,7 +38,7 @@ for _ = 1, 20 do
   if #due == 0 then break end
   for _, sid in ipairs(due) do
     local e = entry(K_STREAM, sid)
-    local done = e and deliveries(sid, e)
+    local done = e and deliveries(K_STREAM, sid, e)
     if not done then
       -- A lease without its entry or PEL record cannot be delivered: drop the lease.
       redis.call('ZREM', K_LEASE, sid)
@@ -50,6 +50,7 @@ for _ = 1, 20 do
         reason = redis.call('HGET', K_ERRORS, sid) or 'nacked'
       end
       dead_letter(sid, e, reason, done, now)
+      dead = dead + 1
     else
       -- XCLAIM with min-idle 0 increments the PEL delivery counter: that is the attempt count.
       redis.call('XCLAIM', K_STREAM, 'g', 'c', 0, sid)
@@ -76,7 +77,7 @@ if delivered < max and redis.call('EXISTS', K_STREAM) == 1 then
 end
 
 bump('del:', day, delivered)
-count_minute(K_MINUTES, now, 0, delivered, 0, dead_lettered)
+count_minute(K_MINUTES, now, 0, delivered, 0, dead)
 if delivered == 0 and wait_until > now then mark_waiting(wait_until) end
 out[3] = next_due()
 return out

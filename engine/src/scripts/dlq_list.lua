@@ -2,7 +2,7 @@
 -- A reason filter keeps those whose reason contains the given text (plain, case-sensitive). Every
 -- call reads at most one bounded chunk of the dead-letter stream (chunk_size), so a filtered page
 -- over a large queue may come back short, with a cursor to go on from.
--- KEYS: the fifteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+-- KEYS: the standard queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
 --       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: 'list', limit, preview bytes, cursor ('' = from the oldest, else the dead-letter stream id
 --       to go on after), reason filter ('' = none)

@@ -1,5 +1,5 @@
 -- dlq_purge.lua: deletes dead letters for good.
--- KEYS: the fifteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+-- KEYS: the standard queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
 --       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, then 'all' and a requested chunk size (Rust calls again while a call handles a
 --       full chunk), 'match', a requested chunk size, a cursor and a reason text (Rust calls again

@@ -1,6 +1,6 @@
 -- dlq_replay.lua: moves dead letters back to the queue with their attempts reset: same message
 -- id, a new stream entry. Stored bytes do not change.
--- KEYS: the fifteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+-- KEYS: the standard queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
 --       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: 'all' and a requested chunk size (the oldest dead letters; Rust calls again while a call
 --       handles a full chunk), 'match', a requested chunk size, a cursor and a reason text (Rust

@@ -1,8 +1,8 @@
 -- drop_queue.lua: deletes a deleted queue's storage: every message and every key of the queue, the
 -- idempotency records in bounded chunks (found through idem_ix, never by scanning the keyspace).
 -- Called by Rust until it returns 0; safe to call again after an interruption.
--- KEYS: the fifteen queue keys (common.lua), then KEYS[16] budget, KEYS[17] tokens_used,
---       KEYS[18] push, KEYS[19] push:log.
+-- KEYS: the standard queue keys (common.lua), then every key the queue stores (core::keys'
+--       QueueKeys::stored, the one inventory): what is unlinked once no idempotency record is left.
 -- ARGV: how many idempotency records one call deletes at most.
 -- Returns how many idempotency records are left (0: no key of the queue remains).
 local limit = tonumber(ARGV[1])
@@ -17,6 +17,5 @@ if #records > 0 then
 end
 local left = redis.call('ZCARD', K_IDEM_IX)
 if left > 0 then return left end
-redis.call('UNLINK', K_STREAM, K_LEASE, K_BACKOFF, K_DELAYED, K_DELAYED_M, K_DLQ, K_DLQ_IX, K_ERRORS, K_STATS,
-  K_IDEM_IX, K_LARGE, K_MINUTES, KEYS[16], KEYS[17], KEYS[18], KEYS[19])
+redis.call('UNLINK', unpack(KEYS, STANDARD_KEYS + 1))
 return 0

@@ -1,5 +1,5 @@
 -- extend.lua: moves the lease deadline of current deliveries (a consumer's heartbeat).
--- KEYS: the fifteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+-- KEYS: the standard queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
 --       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, lease ms, count, then per receipt 4 values: stream id, message id, delivery
 --       number, and the entry's delivery base n from the receipt's hint ('' = no hint: read the

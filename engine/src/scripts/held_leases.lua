@@ -1,6 +1,6 @@
 -- held_leases.lua: how many leases consumers hold now: deadlines still ahead, less the leases a
 -- nack released (those wait in backoff and no consumer holds them).
--- KEYS: the fifteen queue keys (common.lua).
+-- KEYS: the standard queue keys (common.lua).
 -- ARGV: now_ms.
 -- Returns an integer.
 local after_now = '(' .. ARGV[1]

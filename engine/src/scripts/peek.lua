@@ -1,6 +1,6 @@
 -- peek.lua: reads up to `limit` ready messages without leasing them, in the order consume would
 -- deliver them: due leases first, then never-delivered entries (read only).
--- KEYS: the fifteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+-- KEYS: the standard queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
 --       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, limit.
 -- Returns {'ok', then per message 8 values: stream id, message id, body, content type, attributes,
@@ -17,7 +17,7 @@ local last = last_delivered()
 if not last then return out end
 for _, sid in ipairs(redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 0, limit)) do
   local e = entry(K_STREAM, sid)
-  local done = e and deliveries(sid, e)
+  local done = e and deliveries(K_STREAM, sid, e)
   if done then add(sid, e, done) end
 end
 if n < limit then

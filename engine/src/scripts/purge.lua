@@ -1,7 +1,7 @@
 -- purge.lua: deletes up to `limit` waiting ready messages: due leases (expired, or released by a
 -- nack and due) and never-delivered entries. Messages under a live lease and delayed messages stay.
 -- Called repeatedly by Rust while it deletes a full chunk, so Redis is never blocked long.
--- KEYS: the fifteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+-- KEYS: the standard queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
 --       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, requested chunk size.
 -- Returns {deleted, chunk size used}.

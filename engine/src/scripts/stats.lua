@@ -1,5 +1,5 @@
 -- stats.lua: the numbers behind GET /stats, read in one atomic snapshot (read only).
--- KEYS: the fifteen queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+-- KEYS: the standard queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
 --       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, utc_day.
 -- Returns {'ok', stream length, leases, due leases, future backoffs, delayed, stored bytes,

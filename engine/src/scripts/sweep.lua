@@ -1,6 +1,6 @@
 -- sweep.lua: the timers of one queue, run about once a second by every data-plane replica (safe
 -- concurrently: each call is atomic and idempotent).
--- KEYS: the fifteen queue keys (common.lua), then KEYS[16] budget (budget.lua is prepended too).
+-- KEYS: the standard queue keys (common.lua), then KEYS[16] budget (budget.lua is prepended too).
 -- ARGV: now_ms, limit per kind, prune_before_day (YYYYMMDD; '0' = do not prune; pruning also drops
 --       per-minute fields older than an hour, minutes.lua).
 -- Returns {promoted, dead_lettered, depth (stream + delayed), dead letters, slug} or {'no_queue'}:
@@ -24,13 +24,13 @@ for _, sid in ipairs(redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 
     if p[1] and p[1][4] >= meta.max_attempts then
       local e = entry(K_STREAM, sid)
       if e then
-        dead_letter(sid, e, 'visibility timeout expired', deliveries(sid, e), now)
+        dead_letter(sid, e, 'visibility timeout expired', deliveries(K_STREAM, sid, e), now)
         dead = dead + 1
       end
     end
   end
 end
-count_minute(K_MINUTES, now, 0, 0, 0, dead_lettered)
+count_minute(K_MINUTES, now, 0, 0, 0, dead)
 
 -- Idempotency records that expired leave the index too.
 local expired = redis.call('ZRANGEBYSCORE', K_IDEM_IX, '-inf', now, 'LIMIT', 0, limit)
