@@ -1,9 +1,8 @@
-//! The `aqs` library behind the binary: `serve` composes the roles and runs the HTTP server, so
-//! that tests (through `aqs-testkit`) run the very server production runs.
+//! The `aqs` library behind the binary: `serve` builds the process's one engine, composes the
+//! roles over it and runs them on the HTTP server of `aqs-http` (the server tests run too, through
+//! `aqs-testkit`).
 
-mod framing;
 pub mod health;
 pub mod metrics;
-pub mod request_id;
 pub mod serve;
 mod serve_tls;

@@ -9,15 +9,10 @@ use aqs_core::metrics::http::HttpMetricsLayer;
 use aqs_core::redis_conn::{self, RedisOptions};
 use axum::Router;
 use axum::handler::Handler;
-use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 /// Logs to standard output with `filter` (`AQS_LOG`, refused when it does not parse), coloured
 /// only on a terminal and without `NO_COLOR`, so that a log file or journal gets plain text.
@@ -77,12 +72,17 @@ pub async fn run(
         background.push(crate::metrics::spawn(listener, handle, cancel.clone()));
     }
     let mut redis = redis_conn::open(&RedisOptions::from_config(&config)).await?;
+    // One engine for the whole process, handed to every role: one replica id, one ledger of
+    // storage leases, one set of scripts, one replica-ack group per primary and one set of long-poll
+    // waiters, so a publish from any role wakes the polls the data role holds.
+    let engine = aqs_engine::Engine::from_config(redis.clone(), &config);
     let mut app = Router::new();
     let mut control_plane = None;
 
     let data_plane = if config.runs(Role::Data) {
         redis_conn::check_durability(&mut redis).await?;
-        let dp = aqs_data_plane::DataPlane::new(&config, redis.clone()).await?;
+        engine.load_scripts().await?;
+        let dp = aqs_data_plane::DataPlane::new(&config, engine.clone());
         background.extend(aqs_data_plane::spawn_background(&dp, cancel.clone()));
         app = app.merge(aqs_data_plane::router(dp.clone()));
         Some(dp)
@@ -91,7 +91,7 @@ pub async fn run(
     };
     if config.runs(Role::Control) || config.runs(Role::Console) {
         let db = postgres_pool(&config)?;
-        let control = aqs_control_plane::ControlPlane::new(&config, db, redis.clone()).await?;
+        let control = aqs_control_plane::ControlPlane::new(&config, db, engine.clone()).await?;
         // PostgreSQL is looked at once, not waited for: if it is down, its routes answer 503 until
         // the watcher reaches it. The control role rebuilds the projection before serving them, so
         // that a Redis that lost it (or missed a change while unreachable) is repaired first.
@@ -103,12 +103,8 @@ pub async fn run(
             background.push(control.spawn_host_reconciler(cancel.clone()));
         }
         if config.runs(Role::Console) {
-            // The console reads messages through the engine alone: no data plane of its own.
-            let engine = match &data_plane {
-                Some(dp) => dp.engine.clone(),
-                None => aqs_data_plane::engine::Engine::from_config(redis.clone(), &config),
-            };
-            app = app.merge(aqs_console::router(&config, control, engine));
+            // The console reads and writes messages through the engine alone: no data plane.
+            app = app.merge(aqs_console::router(&config, control, engine.clone()));
         }
     }
 
@@ -141,7 +137,7 @@ pub async fn run(
     let addr = listener.local_addr()?;
     tracing::info!(%addr, roles = %config.roles, "aqs serving");
     let shutdown = drain_first(shutdown, health, Duration::from_secs(config.shutdown_drain_seconds));
-    serve_http(listener, app, shutdown, cancel.clone()).await;
+    aqs_http::serve_http(listener, app, shutdown, cancel.clone()).await;
     cancel.cancel();
     for task in background {
         if let Err(err) = task.await {
@@ -150,8 +146,8 @@ pub async fn run(
     }
     // Publishes answered during the shutdown grace came after the flusher stopped; the storage
     // leases go back now rather than expire.
-    if let Some(dp) = &data_plane
-        && let Err(err) = dp.engine.flush_ledger(true).await
+    if data_plane.is_some()
+        && let Err(err) = engine.flush_ledger(true).await
     {
         tracing::warn!(error = %err, "could not write the last of the publish ledger");
     }
@@ -168,93 +164,6 @@ async fn drain_first(shutdown: impl Future<Output = ()> + Send + 'static, health
         tracing::info!(seconds = drain.as_secs(), "draining: /readyz answers 503 until the listeners close");
         tokio::time::sleep(drain).await;
     }
-}
-
-/// How long connections still serving a request may take to finish once shutdown begins. Held long
-/// polls answer at once on shutdown, so this only bounds slow uploads and stuck clients.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-
-/// The HTTP/1.1 server: one task per connection, each driving hyper directly with one router shared
-/// by every connection (an `Arc` clone per connection, no per-connection copy of the routes).
-/// When `shutdown` resolves it cancels `cancel`, stops accepting, asks each connection to close
-/// after its current response, and waits up to [`SHUTDOWN_GRACE`] for them.
-///
-/// Replaces `axum::serve` (its connection builder, watch channels and select per connection): with
-/// 10,000 idle long polls the process held 230 MiB instead of 305 MiB. What a held poll still costs
-/// is mostly hyper's 8 KiB read and 8 KiB write buffers, the task and the request's future.
-pub async fn serve_http(
-    listener: TcpListener,
-    app: Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-    cancel: CancellationToken,
-) {
-    let http = hyper::server::conn::http1::Builder::new();
-    let tracker = TaskTracker::new();
-    let closing = Arc::new(Notify::new());
-    let stop = cancel.clone();
-    tokio::spawn(async move {
-        shutdown.await;
-        stop.cancel();
-    });
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            () = cancel.cancelled() => break,
-        };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
-            Err(err) => {
-                accept_error(err).await;
-                continue;
-            }
-        };
-        if let Err(err) = stream.set_nodelay(true) {
-            tracing::debug!(error = %err, "cannot set TCP_NODELAY");
-        }
-        let service = TowerToHyperService::new(crate::request_id::RequestId::new(app.clone()));
-        // hyper's own answers to malformed framing get our JSON error body (`framing`).
-        let stream = crate::framing::JsonFramingErrors::new(stream);
-        let conn = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
-        let (cancel, closing) = (cancel.clone(), closing.clone());
-        tracker.spawn(async move {
-            // A plain Notify rather than `cancel.cancelled()`: this branch is polled at every wake-up
-            // of the connection; the token's future takes two locks per poll, a Notify one.
-            let closing = closing.notified();
-            tokio::pin!(conn, closing);
-            closing.as_mut().enable();
-            // Registered now: a shutdown from here on wakes us; one from before is seen here.
-            if cancel.is_cancelled() {
-                conn.as_mut().graceful_shutdown();
-            }
-            let result = tokio::select! {
-                result = conn.as_mut() => result,
-                () = closing => {
-                    conn.as_mut().graceful_shutdown();
-                    conn.await
-                }
-            };
-            if let Err(err) = result {
-                tracing::trace!(error = %err, "connection ended with an error");
-            }
-        });
-    }
-    drop(listener);
-    closing.notify_waiters();
-    tracker.close();
-    if tokio::time::timeout(SHUTDOWN_GRACE, tracker.wait()).await.is_err() {
-        tracing::warn!(open = tracker.len(), "connections still open after the shutdown grace period; closing them");
-    }
-}
-
-/// A failed accept: a connection that went away before we took it is skipped; anything else
-/// (out of file descriptors, most likely) is logged and retried after a pause, as `axum::serve` did.
-async fn accept_error(err: std::io::Error) {
-    use std::io::ErrorKind;
-    if matches!(err.kind(), ErrorKind::ConnectionRefused | ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset) {
-        return;
-    }
-    tracing::error!(error = %err, "accept failed");
-    tokio::time::sleep(Duration::from_secs(1)).await;
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

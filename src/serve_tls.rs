@@ -15,8 +15,6 @@ use tokio_util::task::TaskTracker;
 
 /// A client that connects and never finishes its handshake is dropped after this.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long open connections may finish once shutdown begins (as on the plain listener).
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 pub async fn serve_https(
     listener: TcpListener,
@@ -53,8 +51,8 @@ pub async fn serve_https(
                 Err(_) => return,
             };
             // The same request ids and framing answers as the plain listener (`serve::serve_http`).
-            let tls = crate::framing::JsonFramingErrors::new(tls);
-            let service = TowerToHyperService::new(crate::request_id::RequestId::new(app));
+            let tls = aqs_http::framing::JsonFramingErrors::new(tls);
+            let service = TowerToHyperService::new(aqs_http::request_id::RequestId::new(app));
             let conn = http.serve_connection(TokioIo::new(tls), service).with_upgrades();
             tokio::pin!(conn);
             let result = tokio::select! {
@@ -71,7 +69,7 @@ pub async fn serve_https(
     }
     drop(listener);
     tracker.close();
-    if tokio::time::timeout(SHUTDOWN_GRACE, tracker.wait()).await.is_err() {
+    if tokio::time::timeout(aqs_http::SHUTDOWN_GRACE, tracker.wait()).await.is_err() {
         tracing::warn!(open = tracker.len(), "TLS connections still open after the shutdown grace period");
     }
 }

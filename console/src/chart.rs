@@ -3,7 +3,7 @@
 //! and a label under every other day, today included. The same numbers go into a table for screen
 //! readers and for anyone who wants the exact counts.
 
-use aqs_data_plane::engine::DailyCount;
+use aqs_engine::DailyCount;
 
 pub(crate) const DAYS: u32 = 14;
 

@@ -33,7 +33,7 @@ mod tabs;
 
 use aqs_control_plane::ControlPlane;
 use aqs_core::config::Config;
-use aqs_data_plane::engine::Engine;
+use aqs_engine::Engine;
 use axum::Router;
 use axum::middleware;
 use axum::routing::{get, post};

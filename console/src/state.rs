@@ -4,7 +4,7 @@
 use crate::signer::Signer;
 use aqs_control_plane::ControlPlane;
 use aqs_core::config::Config;
-use aqs_data_plane::engine::Engine;
+use aqs_engine::Engine;
 use std::sync::Arc;
 
 /// Cheap to clone: everything lives behind one `Arc`.

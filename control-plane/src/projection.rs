@@ -31,7 +31,7 @@ use aqs_core::ids::QueueId;
 use aqs_core::keys::Keys;
 use aqs_core::projection::{PushRecord, QueueMeta, TokenRecord};
 use aqs_core::redis_conn::RedisConn;
-use aqs_data_plane::engine::Engine;
+use aqs_engine::Engine;
 use redis::{RedisError, RedisResult, Script};
 use std::sync::LazyLock;
 

@@ -7,7 +7,7 @@ use crate::session::SessionKeys;
 use aqs_core::config::Config;
 use aqs_core::keys::Keys;
 use aqs_core::redis_conn::RedisConn;
-use aqs_data_plane::engine::Engine;
+use aqs_engine::Engine;
 use sqlx::PgPool;
 use std::sync::Arc;
 
@@ -34,15 +34,17 @@ struct Inner {
 }
 
 impl ControlPlane {
-    pub async fn new(config: &Config, db: PgPool, redis: RedisConn) -> anyhow::Result<Self> {
+    /// The control plane over `db` and `engine`, the process's one engine (its connection is the
+    /// control plane's Redis too).
+    pub async fn new(config: &Config, db: PgPool, engine: Engine) -> anyhow::Result<Self> {
         if config.session_secret.expose().len() < 32 {
             anyhow::bail!("AQS_SESSION_SECRET must be at least 32 characters");
         }
         Ok(Self {
             inner: Arc::new(Inner {
                 db,
-                engine: Engine::from_config(redis.clone(), config),
-                redis,
+                redis: engine.conn(),
+                engine,
                 keys: Keys::new(&config.redis_namespace),
                 public_url: config.public_url.trim_end_matches('/').to_owned(),
                 operator_emails: config.operator_emails(),

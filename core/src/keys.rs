@@ -25,7 +25,7 @@
 //! | `NS:{q:ID}:push` | hash | the queue's push target (projection, `PushRecord`) |
 //! | `NS:{q:ID}:push:log` | list | the last 20 push delivery outcomes, newest first (`DeliveryRecord`) |
 //! | `NS:deleted:{q:ID}` | string | a deleted queue's tombstone, for a day: late projection writes skip it |
-//! | `NS:rl:{q:ID}:<token id>:<class>` | string | a token's rate budget of one class (the data plane's `rate.lua`), gone once full again (≤ 1 min idle) |
+//! | `NS:rl:{q:ID}:<token id>:<class>` | string | a token's rate budget of one class (the engine's `rate.lua`), gone once full again (≤ 1 min idle) |
 //! | `NS:slug:<slug>` | string | slug → queue id (projection) |
 //! | `NS:token:<sha256>` | hash | token → queue and scopes (projection); `revoked` for a day after revocation |
 //! | `NS:queues` | set | ids of every live queue (projection; the sweeper walks it) |
@@ -69,8 +69,8 @@ impl Keys {
         format!("{}:deleted:{{q:{id}}}", self.ns)
     }
 
-    /// A token's rate budget for one class of requests (`m`, `r`, `a`: the data plane's
-    /// `engine::rate`). In the queue's hash slot, so the queue's scripts can charge it; outside
+    /// A token's rate budget for one class of requests (`m`, `r`, `a`: the engine's
+    /// `rate.rs`). In the queue's hash slot, so the queue's scripts can charge it; outside
     /// its key pattern, as deleting the queue cannot name it: it expires on its own once idle.
     pub fn rate_bucket(&self, id: QueueId, token: uuid::Uuid, class: &str) -> String {
         format!("{}:rl:{{q:{id}}}:{}:{class}", self.ns, token.simple())
@@ -203,7 +203,7 @@ impl QueueKeys {
     pub fn stats(&self) -> String {
         self.key("stats")
     }
-    /// The last hour's counters per minute (the data plane's `minutes.lua`), with an expiry.
+    /// The last hour's counters per minute (the engine's `minutes.lua`), with an expiry.
     pub fn minutes(&self) -> String {
         self.key("minutes")
     }
@@ -212,7 +212,7 @@ impl QueueKeys {
     pub fn large(&self) -> String {
         self.key("large")
     }
-    /// The replicas' storage budget leases (the data plane's `budget.lua`).
+    /// The replicas' storage budget leases (the engine's `budget.lua`).
     pub fn budget(&self) -> String {
         self.key("budget")
     }
@@ -232,6 +232,53 @@ impl QueueKeys {
     pub fn push_log(&self) -> String {
         self.key("push:log")
     }
+    /// The standard keys of every queue script but the publish and storage-lease ones, in the
+    /// order `common.lua` reads them (`KEYS[1]` … `KEYS[15]`).
+    pub fn standard(&self) -> [String; 15] {
+        [
+            self.meta(),
+            self.stream(),
+            self.lease(),
+            self.backoff(),
+            self.delayed(),
+            self.delayed_messages(),
+            self.dead_letters(),
+            self.dead_letter_index(),
+            self.errors(),
+            self.stats(),
+            self.wake(),
+            self.idempotency_prefix(),
+            self.idempotency_index(),
+            self.large(),
+            self.minutes(),
+        ]
+    }
+
+    /// Every key that holds this queue's state, but for its idempotency records (`idem_ix` lists
+    /// them): the one inventory of the queue's keys. Deleting the queue (`drop_queue.lua`) unlinks
+    /// exactly these; a key added to a queue belongs here.
+    pub fn stored(&self) -> [String; 17] {
+        [
+            self.meta(),
+            self.stream(),
+            self.lease(),
+            self.backoff(),
+            self.delayed(),
+            self.delayed_messages(),
+            self.dead_letters(),
+            self.dead_letter_index(),
+            self.errors(),
+            self.stats(),
+            self.idempotency_index(),
+            self.large(),
+            self.minutes(),
+            self.budget(),
+            self.token_last_used(),
+            self.push(),
+            self.push_log(),
+        ]
+    }
+
     /// Pattern matching every key of this queue (tests check that a deleted queue left none).
     pub fn pattern(&self) -> String {
         format!("{}:*", self.prefix)
@@ -259,26 +306,8 @@ mod tests {
         let id = QueueId::new();
         let keys = Keys::new("aqs").queue(id);
         let tag = format!("{{q:{id}}}");
-        for key in [
-            keys.meta(),
-            keys.stream(),
-            keys.lease(),
-            keys.dead_letters(),
-            keys.budget(),
-            keys.idempotency("k"),
-            keys.idempotency_index(),
-            keys.backoff(),
-            keys.errors(),
-            keys.dead_letter_index(),
-            keys.delayed_messages(),
-            keys.stats(),
-            keys.minutes(),
-            keys.token_last_used(),
-            keys.wake(),
-            keys.push(),
-            keys.push_log(),
-            keys.large(),
-        ] {
+        let named = [keys.wake(), keys.idempotency_prefix(), keys.idempotency("k")];
+        for key in keys.stored().into_iter().chain(keys.standard()).chain(named) {
             assert!(key.starts_with(&format!("aqs:{tag}:")), "{key}");
         }
         assert_eq!(queue_of_wake_channel(&keys.wake()), Some(id));

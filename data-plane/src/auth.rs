@@ -3,13 +3,13 @@
 //! missing, malformed or unknown token is 401; an unknown slug, or a queue other than the token's,
 //! is 404 (another tenant's queue is never revealed); a missing scope is 403.
 
-use crate::engine::{Charge, Class};
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::ids::QueueId;
 use aqs_core::projection::TokenRecord;
 use aqs_core::time::now_ms;
 use aqs_core::token::{Scope, TokenSecret};
+use aqs_engine::{Charge, Class};
 use axum::extract::{FromRequestParts, Path};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
@@ -66,7 +66,7 @@ impl QueueContext {
     /// Checks that the token has one of `scopes` and stamps its last use (at most once a minute,
     /// off the request path). Answers the request's charge to the token's budget of `class`:
     /// the handler runs its script through `state.engine.charged(charge)`, which takes the request
-    /// from that budget, held in Redis for every replica, or refuses it with 429 (`engine/rate.rs`).
+    /// from that budget, held in Redis for every replica, or refuses it with 429 (`engine/src/rate.rs`).
     pub fn authorize(&self, state: &DataPlane, scopes: &[Scope], class: Class) -> ApiResult<Charge> {
         if !scopes.iter().any(|s| self.token.allows(*s)) {
             let names: Vec<&str> = scopes.iter().map(|s| s.as_str()).collect();

@@ -1,6 +1,6 @@
 //! When each token was last used: written to Redis (`tokens_used`, read by the control plane when
 //! it lists tokens) at most once a minute per token by each process, off the request path. The
-//! rate limits themselves are kept in Redis for the whole deployment (`engine/rate.rs`).
+//! rate limits themselves are kept in Redis for the whole deployment (`engine/src/rate.rs`).
 //!
 //! Only valid tokens are stamped (a bad one is a 401 before). The map holds at most [`CAPACITY`]
 //! tokens: when full, the stamps older than a minute go (they are due again anyway), and if it is

@@ -4,16 +4,16 @@
 //!   alone, written against an extracted [`QueueContext`] so a custom host can serve them at `/`.
 //! - [`route_by_host`] puts custom hosts in front of a router; [`tls_server_config`] is the TLS
 //!   listener's configuration (certificates by SNI).
-//! - [`spawn_background`] starts the sweeper (timers), the publish ledger flusher, the wake-up
-//!   subscriber (long polls) and the push supervisor ([`push`]: one dispatcher per queue with a push
-//!   target).
-//! - [`engine`] is the storage layer: one typed method per operation, taking a `QueueId`; the
-//!   console calls it directly.
+//! - [`spawn_background`] starts the sweeper (timers), the publish ledger flusher, the engine's
+//!   wake-up subscriber (long polls), the custom hosts' sync and the push supervisor ([`push`]: one
+//!   dispatcher per queue with a push target).
+//!
+//! It is HTTP over `aqs-engine`: authentication, rate classes, bodies and answers here; every
+//! Redis operation, and every long-poll wake-up after a write, in the engine.
 
 mod auth;
 mod body;
 mod cache;
-pub mod engine;
 pub mod hosts;
 mod last_use;
 mod ledger_flusher;
@@ -22,7 +22,6 @@ pub mod push;
 mod routes;
 mod state;
 mod sweeper;
-mod wake;
 
 pub use auth::{PinnedQueue, QueueContext};
 pub use cache::{CAPACITY as CACHE_CAPACITY, CacheSizes};
@@ -37,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Starts the background tasks of a data-plane process: the sweeper, the publish ledger flusher,
 /// the wake-up subscriber and the push supervisor.
-/// Both keep retrying while Redis is away and end when `shutdown` is cancelled.
+/// Each keeps retrying while Redis is away and ends when `shutdown` is cancelled.
 pub fn spawn_background(state: &DataPlane, shutdown: CancellationToken) -> Vec<JoinHandle<()>> {
     if state.shutdown.set(shutdown.clone()).is_err() {
         tracing::warn!("spawn_background called twice; long polls follow the first shutdown signal");
@@ -45,7 +44,7 @@ pub fn spawn_background(state: &DataPlane, shutdown: CancellationToken) -> Vec<J
     vec![
         sweeper::spawn(state.clone(), shutdown.clone()),
         ledger_flusher::spawn(state.clone(), shutdown.clone()),
-        wake::spawn_subscriber(state, shutdown.clone()),
+        state.engine.spawn_wake_subscriber(shutdown.clone()),
         hosts::table::spawn_sync(state, shutdown.clone()),
         push::spawn(state.clone(), shutdown),
     ]

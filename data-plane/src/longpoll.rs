@@ -3,11 +3,11 @@
 //! and then runs the consume script again. No loop polls Redis on a timer. On shutdown a waiting
 //! poll answers with no messages at once, so graceful shutdown is not held up.
 
-use crate::engine::{Charge, ConsumeOutcome, Delivery};
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::ids::QueueId;
 use aqs_core::time::now_ms;
+use aqs_engine::{Charge, ConsumeOutcome, Delivery};
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -80,7 +80,7 @@ async fn consume_charged(
     let deadline = Instant::now() + wait;
     // Registered before the first attempt: a publish landing between the attempt and the wait
     // still wakes us.
-    let waiter = (!wait.is_zero()).then(|| state.waiters.register(queue));
+    let waiter = (!wait.is_zero()).then(|| state.engine.waiters().register(queue));
     // Set between a wake-up and the end of the attempt it triggers: dropped there (the client went
     // away, shutdown), the wake-up goes to another waiter, as publish meant it for someone.
     let mut pass_on = PassOn(None);

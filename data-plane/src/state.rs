@@ -1,15 +1,12 @@
 //! `DataPlane`: the shared state of every handler and background task.
 
 use crate::cache::{AuthCache, CacheSizes};
-use crate::engine::Engine;
 use crate::last_use::LastUse;
 use crate::push::deliver::PushClient;
-use crate::wake::Waiters;
-use anyhow::Context;
 use aqs_core::config::Config;
 use aqs_core::keys::Keys;
 use aqs_core::receipt::ReceiptCodec;
-use aqs_core::redis_conn::RedisConn;
+use aqs_engine::Engine;
 use std::sync::{Arc, OnceLock};
 use tokio_util::sync::CancellationToken;
 
@@ -32,7 +29,6 @@ pub struct Shared {
     pub(crate) auth: Arc<AuthCache>,
     /// When each token's last use was written (`last_use.rs`).
     pub(crate) last_use: Arc<LastUse>,
-    pub(crate) waiters: Waiters,
     /// The process's shutdown signal, once `spawn_background` has it: long polls answer at once
     /// when it fires instead of holding graceful shutdown for up to 20 s.
     pub(crate) shutdown: Arc<OnceLock<CancellationToken>>,
@@ -52,29 +48,15 @@ impl From<DataPlane> for Engine {
 }
 
 impl DataPlane {
-    /// Builds the state and loads every script (a Lua error fails here, not on a request). Does
-    /// not check Redis durability: the binary calls `redis_conn::check_durability`.
-    pub async fn new(config: &Config, redis: RedisConn) -> anyhow::Result<Self> {
-        let state = Self::new_unchecked(config, redis);
-        let mut conn = state.engine.conn();
-        let named = state.engine.scripts().named();
-        for (script, _) in named {
-            script.prepare_invoke().load_async(&mut conn).await.context("loading the data-plane Lua scripts")?;
-        }
-        aqs_core::metrics::scripts_known(&named.map(|(_, name)| name));
-        Ok(state)
-    }
-
-    /// Builds the state without touching Redis (for a process that must start while Redis is
-    /// down; scripts load on first use).
-    pub fn new_unchecked(config: &Config, redis: RedisConn) -> Self {
+    /// The data plane over `engine`, the process's one engine (`aqs serve` loads its scripts when
+    /// it runs the data role). Touches no store.
+    pub fn new(config: &Config, engine: Engine) -> Self {
         let keys = Keys::new(&config.redis_namespace);
         Self(Arc::new(Shared {
-            engine: Engine::from_config(redis, config),
+            engine,
             receipts: ReceiptCodec::new(config.receipt_secret.expose().as_bytes()),
             auth: Arc::new(AuthCache::new(keys)),
             last_use: Arc::new(LastUse::default()),
-            waiters: Waiters::default(),
             shutdown: Arc::new(OnceLock::new()),
             push: Arc::new(PushClient::new(config.push_allow_private_networks)),
             hosts: Arc::new(crate::hosts::table::HostTable::default()),
@@ -90,6 +72,6 @@ impl DataPlane {
 
     /// True once the wake-up subscriber is listening (tests wait for it).
     pub fn is_listening(&self) -> bool {
-        self.waiters.is_listening()
+        self.engine.waiters().is_listening()
     }
 }

@@ -1,6 +1,6 @@
 //! The test kit every crate's integration tests share (a dev-dependency only): where the test
 //! stores are, a fresh Redis namespace per test, serving a router with the production HTTP server
-//! (`aqs::serve::serve_http`, so tests exercise what runs in production), and waiting on a
+//! (`aqs_http::serve_http`, so tests exercise what runs in production), and waiting on a
 //! condition instead of sleeping for a fixed time; holding an OpenAPI document against the routes
 //! a router serves ([`openapi`]).
 
@@ -40,7 +40,7 @@ pub fn closed_port() -> u16 {
 pub async fn serve(app: Router, shutdown: CancellationToken) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
     let base = format!("http://{}", listener.local_addr().expect("local address"));
-    tokio::spawn(aqs::serve::serve_http(listener, app, shutdown.cancelled_owned(), CancellationToken::new()));
+    tokio::spawn(aqs_http::serve_http(listener, app, shutdown.cancelled_owned(), CancellationToken::new()));
     base
 }
 

@@ -13,7 +13,7 @@ use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::slug::Slug;
 use aqs_core::ids::QueueId;
 use aqs_core::time::now_ms;
-use aqs_data_plane::engine::MinuteCount;
+use aqs_engine::MinuteCount;
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;

@@ -17,7 +17,7 @@ use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::slug::Slug;
 use aqs_core::ids::MessageId;
 use aqs_core::time::now_ms;
-use aqs_data_plane::engine::{REASON_FILTER_MAX, Selection};
+use aqs_engine::{REASON_FILTER_MAX, Selection};
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::{Query, State};

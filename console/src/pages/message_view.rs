@@ -16,7 +16,7 @@ use aqs_control_plane::slug::Slug;
 use aqs_core::ids::MessageId;
 use aqs_core::receipt::StreamId;
 use aqs_core::time::now_ms;
-use aqs_data_plane::engine::{BrowsedMessage, MessageRef, MessageState};
+use aqs_engine::{BrowsedMessage, MessageRef, MessageState};
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::{Query, State};

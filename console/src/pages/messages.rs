@@ -15,7 +15,7 @@ use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::slug::Slug;
 use aqs_core::time::now_ms;
-use aqs_data_plane::engine::{BrowsedMessage, MessageRef, MessageState};
+use aqs_engine::{BrowsedMessage, MessageRef, MessageState};
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::{Query, State};
@@ -120,9 +120,8 @@ pub(crate) async fn show(
         None => (Vec::new(), None),
     };
     let nav = QueueNav::new(&queue, Tab::Messages);
-    let count = |f: fn(&aqs_data_plane::engine::QueueStats) -> u64| {
-        stats.as_ref().map_or_else(|| "0".to_owned(), |s| format::count(f(s)))
-    };
+    let count =
+        |f: fn(&aqs_engine::QueueStats) -> u64| stats.as_ref().map_or_else(|| "0".to_owned(), |s| format::count(f(s)));
     Ok(MessagesPage {
         chrome: member.chrome(nav.title(Tab::Messages)),
         next: next.map(|cursor| format!("/queues/{slug}/messages?after={cursor}")),

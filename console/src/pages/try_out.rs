@@ -20,7 +20,7 @@ use aqs_core::ids::{MessageId, QueueId};
 use aqs_core::limits;
 use aqs_core::receipt::{AckHint, Receipt, StreamId, expiry_ms};
 use aqs_core::time::now_ms;
-use aqs_data_plane::engine::{ConsumeOutcome, MessageRef, NackResult, NewMessage, PublishOutcome};
+use aqs_engine::{ConsumeOutcome, MessageRef, NackResult, NewMessage, PublishOutcome};
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;

@@ -4,7 +4,7 @@
 
 use super::support::{Page, Visitor, publish, queue_of, spawn_console};
 use aqs_core::time::now_ms;
-use aqs_data_plane::engine::{ConsumeOutcome, NewMessage};
+use aqs_engine::{ConsumeOutcome, NewMessage};
 use sqlx::PgPool;
 
 /// The address of the "Next page" link.
@@ -212,4 +212,32 @@ async fn the_last_hour_counts_what_happened_per_minute(db: PgPool) {
     assert_eq!(live.text_of("minutes-delivered").as_deref(), Some("1"));
     assert_eq!(live.text_of("minutes-acked").as_deref(), Some("1"));
     assert_eq!(live.text_of("minutes-dead").as_deref(), Some("0"));
+}
+
+/// The "Send a message" form wakes a long poll waiting on the same process: the engine wakes this
+/// process's polls after its write, whoever called it. When the publish route did the waking, the
+/// form's message reached such a poll only at its deadline (18.8 s later, measured).
+#[sqlx::test(migrations = "../migrations")]
+async fn a_message_sent_from_the_console_wakes_a_long_poll_on_the_same_process(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.create_queue("jobs", "5").await;
+    let queue = queue_of(&app, "ada@example.com", "jobs").await;
+    // A long poll of this process, registered as the data plane's polls register.
+    let waiter = app.engine.waiters().register(queue.id);
+    let woken = waiter.notify.notified();
+    tokio::pin!(woken);
+    woken.as_mut().enable();
+
+    let send_form = ada.get("/queues/jobs/messages/send").await.input_value("form_id").unwrap();
+    let sent = ada
+        .post(
+            "/queues/jobs/messages/send",
+            &[("body", "wake up"), ("content_type", "text/plain"), ("form_id", &send_form)],
+        )
+        .await;
+    assert_eq!(sent.location(), "/queues/jobs/messages", "{}", sent.body);
+    // Not a timing check: a poll nobody wakes waits out its deadline, so this would hang.
+    tokio::time::timeout(std::time::Duration::from_secs(10), woken).await.expect("the send woke the waiting poll");
 }

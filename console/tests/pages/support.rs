@@ -8,7 +8,7 @@ use aqs_core::receipt::Receipt;
 use aqs_core::redis_conn;
 use aqs_core::time::now_ms;
 use aqs_data_plane::DataPlane;
-use aqs_data_plane::engine::{ConsumeOutcome, Engine, NewMessage};
+use aqs_engine::{ConsumeOutcome, Engine, NewMessage};
 use reqwest::header::{HeaderMap, LOCATION, SET_COOKIE};
 use sqlx::PgPool;
 
@@ -53,13 +53,14 @@ async fn spawn_adjusted(db: PgPool, background: bool, adjust: impl FnOnce(&mut C
     config.operator_emails = OPERATOR.into();
     adjust(&mut config);
     let redis = redis_conn::connect(&config.redis_urls()).await.expect("test Redis");
-    let cp = ControlPlane::new(&config, db, redis.clone()).await.expect("control plane");
-    let dp = DataPlane::new(&config, redis).await.expect("data plane");
+    // One engine shared by every role, as `aqs serve` builds it.
+    let engine = Engine::loaded(redis, &config).await.expect("engine");
+    let cp = ControlPlane::new(&config, db, engine.clone()).await.expect("control plane");
+    let dp = DataPlane::new(&config, engine.clone());
     if background {
         aqs_data_plane::spawn_background(&dp, tokio_util::sync::CancellationToken::new());
     }
-    let engine = dp.engine.clone();
-    let app = aqs_console::router(&config, cp.clone(), dp);
+    let app = aqs_console::router(&config, cp.clone(), engine.clone());
     let base = aqs_testkit::serve(app, tokio_util::sync::CancellationToken::new()).await;
     TestConsole { base, cp, engine }
 }

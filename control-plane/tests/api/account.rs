@@ -4,7 +4,7 @@
 use super::support::{PASSWORD, TestApp, spawn_app};
 use aqs_core::ids::QueueId;
 use aqs_core::projection::TokenRecord;
-use aqs_data_plane::engine::{NewMessage, PublishOutcome};
+use aqs_engine::{NewMessage, PublishOutcome};
 use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;

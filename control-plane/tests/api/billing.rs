@@ -9,7 +9,7 @@ use aqs_core::ids::QueueId;
 use aqs_core::limits::MIB;
 use aqs_core::receipt::Receipt;
 use aqs_core::time::now_ms;
-use aqs_data_plane::engine::{ConsumeOutcome, Engine, NewMessage, PublishOutcome, Selection};
+use aqs_engine::{ConsumeOutcome, Engine, NewMessage, PublishOutcome, Selection};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::time::{Duration, Instant};

@@ -3,6 +3,7 @@
 use super::support::{PASSWORD, redis_url, spawn_app};
 use aqs_control_plane::{ControlPlane, router};
 use aqs_core::config::Config;
+use aqs_engine::Engine;
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 use std::time::Duration;
@@ -44,7 +45,7 @@ async fn an_unreachable_database_is_503() {
         .unwrap();
     let config = Config::for_tests("", &redis_url(), &format!("t{:016x}", rand::random::<u64>()));
     let redis = aqs_core::redis_conn::connect(&config.redis_urls()).await.unwrap();
-    let cp = ControlPlane::new(&config, db, redis).await.unwrap();
+    let cp = ControlPlane::new(&config, db, Engine::from_config(redis, &config)).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, router(cp)).await.expect("serve") });
@@ -71,7 +72,7 @@ async fn while_the_database_is_known_down_routes_answer_503_without_waiting_for_
         .unwrap();
     let config = Config::for_tests("", &redis_url(), &aqs_testkit::namespace());
     let redis = aqs_core::redis_conn::connect(&config.redis_urls()).await.unwrap();
-    let cp = ControlPlane::new(&config, db, redis).await.unwrap();
+    let cp = ControlPlane::new(&config, db, Engine::from_config(redis, &config)).await.unwrap();
     let shutdown = tokio_util::sync::CancellationToken::new();
     let _watching = cp.watch_database(true, shutdown.clone()).await;
     assert!(!cp.database_is_up(), "down until a probe reaches it");

@@ -6,7 +6,7 @@ use aqs_core::ids::QueueId;
 use aqs_core::projection::{QueueMeta, TokenRecord};
 use aqs_core::receipt::Receipt;
 use aqs_core::token::{Scope, TokenSecret};
-use aqs_data_plane::engine::{ConsumeOutcome, NewMessage, PublishOutcome};
+use aqs_engine::{ConsumeOutcome, NewMessage, PublishOutcome};
 use redis::AsyncCommands;
 use serde_json::{Value, json};
 use sqlx::PgPool;

@@ -6,6 +6,7 @@ use aqs_control_plane::{ControlPlane, router};
 use aqs_core::config::Config;
 use aqs_core::keys::Keys;
 use aqs_core::redis_conn::{self, RedisConn};
+use aqs_engine::Engine;
 use redis::AsyncCommands;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -60,7 +61,7 @@ pub async fn spawn_app_with(db: PgPool, adjust: impl FnOnce(&mut Config)) -> Tes
     let mut config = Config::for_tests("", &redis_url(), &namespace);
     adjust(&mut config);
     let redis = redis_conn::connect(&config.redis_urls()).await.expect("test Redis");
-    let cp = ControlPlane::new(&config, db, redis.clone()).await.expect("control plane");
+    let cp = ControlPlane::new(&config, db, Engine::from_config(redis.clone(), &config)).await.expect("control plane");
     let base = aqs_testkit::serve(router(cp.clone()), tokio_util::sync::CancellationToken::new()).await;
     TestApp { base, client: reqwest::Client::new(), cp, keys: Keys::new(&namespace), redis, config }
 }

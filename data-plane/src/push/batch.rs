@@ -11,7 +11,6 @@ use super::log;
 use super::message::{nack_outcome, receipt};
 use super::outcome::{self, BatchVerdict};
 use super::settings::PushSettings;
-use crate::engine::Delivery;
 use crate::routes::views::{attributes, base64};
 use crate::state::DataPlane;
 use aqs_core::error::ApiResult;
@@ -19,6 +18,7 @@ use aqs_core::ids::MessageId;
 use aqs_core::push::{DeliveryOutcome, DeliveryRecord};
 use aqs_core::receipt::Receipt;
 use aqs_core::time::{now_ms, rfc3339};
+use aqs_engine::Delivery;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -117,7 +117,7 @@ async fn retry_one(
 ) -> ApiResult<DeliveryOutcome> {
     let receipt = receipt(settings, delivery);
     let result = state.engine.nack(settings.queue, &[receipt], delay.as_millis() as u64, reason, now_ms()).await?;
-    Ok(nack_outcome(result.first().copied().unwrap_or(crate::engine::NackResult::LeaseLost)))
+    Ok(nack_outcome(result.first().copied().unwrap_or(aqs_engine::NackResult::LeaseLost)))
 }
 
 fn record(

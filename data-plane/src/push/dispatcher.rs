@@ -12,13 +12,13 @@
 
 use super::settings::PushSettings;
 use super::{batch, message};
-use crate::engine::Delivery;
 use crate::longpoll;
 use crate::state::DataPlane;
 use aqs_core::error::ApiError;
 use aqs_core::limits::LONG_POLL_MAX_SECS;
 use aqs_core::projection::PushMode;
 use aqs_core::time::now_ms;
+use aqs_engine::Delivery;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};

@@ -3,8 +3,6 @@
 use super::views::{LimitQuery, QueuePath, base64, limit_param};
 use crate::QueueContext;
 use crate::body;
-use crate::engine::Class;
-use crate::engine::{DeadLetter, REASON_FILTER_MAX, Selection};
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::errors;
@@ -12,6 +10,8 @@ use aqs_core::ids::MessageId;
 use aqs_core::limits;
 use aqs_core::time::{now_ms, rfc3339};
 use aqs_core::token::Scope;
+use aqs_engine::Class;
+use aqs_engine::{DeadLetter, REASON_FILTER_MAX, Selection};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{RawQuery, State};

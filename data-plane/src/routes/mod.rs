@@ -3,7 +3,7 @@
 //!
 //! Handlers take a [`QueueContext`](crate::QueueContext) (401/404 before anything else), check
 //! their scope first (403), and only then read the body. The token's rate budget is taken by the
-//! script the request runs (429 there, before the script changes anything; `engine/rate.rs`).
+//! script the request runs (429 there, before the script changes anything; `engine/src/rate.rs`).
 
 mod admin;
 mod consume;

@@ -10,7 +10,6 @@
 use super::views::QueuePath;
 use crate::QueueContext;
 use crate::body;
-use crate::engine::{Charge, Class, NewMessage, PublishOutcome, Published};
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::errors;
@@ -18,6 +17,7 @@ use aqs_core::limits::{self, KIB};
 use aqs_core::projection::QueueMeta;
 use aqs_core::time::{now_ms, rfc3339};
 use aqs_core::token::Scope;
+use aqs_engine::{Charge, Class, NewMessage, PublishOutcome, Published};
 use axum::extract::{Request, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderValue, StatusCode};
@@ -221,17 +221,8 @@ async fn store(
     messages: &[NewMessage],
 ) -> ApiResult<Vec<Published>> {
     let in_batch = |index: usize, source: ApiError| ApiError::InBatch { index, source: Box::new(source) };
+    // The engine wakes this process's long polls after the write (`aqs_engine::Waiters`).
     let outcome = state.engine.charged(charge).publish(ctx.queue, messages, now_ms()).await;
-    // This replica's long polls are woken here rather than by the PUBLISH (wake.rs). A publish
-    // whose reply was lost may have stored every message.
-    match &outcome {
-        Ok(PublishOutcome::Stored(published)) => {
-            state.waiters.published(ctx.queue, published.iter().filter(|p| !p.duplicate).count())
-        }
-        Err(ApiError::RateLimited { .. }) => {}
-        Err(_) => state.waiters.published(ctx.queue, messages.len()),
-        Ok(_) => {}
-    }
     match outcome? {
         PublishOutcome::Stored(published) => Ok(published),
         PublishOutcome::QueueMissing => Err(ApiError::not_found("no such queue")),

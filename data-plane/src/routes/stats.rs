@@ -2,12 +2,12 @@
 
 use super::views::QueuePath;
 use crate::QueueContext;
-use crate::engine::Class;
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::errors;
 use aqs_core::time::{now_ms, rfc3339};
 use aqs_core::token::Scope;
+use aqs_engine::Class;
 use axum::Json;
 use axum::extract::State;
 use serde::Serialize;

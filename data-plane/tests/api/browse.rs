@@ -4,7 +4,7 @@
 
 use crate::helpers::*;
 use aqs_core::time::now_ms;
-use aqs_data_plane::engine::{MessageRef, MessageState, Selection};
+use aqs_engine::{MessageRef, MessageState, Selection};
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -177,7 +177,7 @@ async fn the_last_hour_counts_every_kind_per_minute() {
     eventually("the minutes add up", || async {
         let minutes = app.state.engine.minute_counts(queue.id, now_ms()).await.unwrap();
         assert_eq!(minutes.len(), 60);
-        let sum = |f: fn(&aqs_data_plane::engine::MinuteCount) -> u64| minutes.iter().map(f).sum::<u64>();
+        let sum = |f: fn(&aqs_engine::MinuteCount) -> u64| minutes.iter().map(f).sum::<u64>();
         (sum(|m| m.published), sum(|m| m.delivered), sum(|m| m.acked), sum(|m| m.dead_lettered)) == (5, 5, 3, 2)
     })
     .await;

@@ -6,6 +6,7 @@ use crate::helpers::*;
 use aqs_core::config::Config;
 use aqs_core::redis_conn::{self, RedisConn};
 use aqs_data_plane::DataPlane;
+use aqs_engine::Engine;
 use serde_json::json;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -119,8 +120,15 @@ async fn queues_on_every_node_of_a_redis_cluster_publish_deliver_wake_and_dead_l
     let conn = redis_conn::connect(&urls).await.unwrap();
     assert!(matches!(conn, RedisConn::Cluster(..)));
     let config = Config::for_tests("", &urls.join(","), namespace);
-    let app = start_with(DataPlane::new(&config, conn.clone()).await.unwrap(), conn.clone(), namespace).await;
-    let other = start_with(DataPlane::new(&config, conn.clone()).await.unwrap(), conn, namespace).await;
+    let app = start_with(
+        DataPlane::new(&config, Engine::loaded(conn.clone(), &config).await.unwrap()),
+        conn.clone(),
+        namespace,
+    )
+    .await;
+    let other =
+        start_with(DataPlane::new(&config, Engine::loaded(conn.clone(), &config).await.unwrap()), conn, namespace)
+            .await;
     app.listening().await;
 
     // One queue per node (a queue's node follows from its id's hash slot), each with one attempt

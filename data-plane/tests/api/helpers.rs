@@ -8,6 +8,7 @@ use aqs_core::projection::{QueueMeta, TokenRecord};
 use aqs_core::redis_conn::{self, RedisConn};
 use aqs_core::token::{Scope, TokenSecret};
 use aqs_data_plane::DataPlane;
+use aqs_engine::Engine;
 use base64::Engine as _;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -68,7 +69,7 @@ pub async fn spawn_app_with(namespace: &str, adjust: impl FnOnce(&mut Config)) -
     let mut config = Config::for_tests("", &url, namespace);
     adjust(&mut config);
     let redis = redis_conn::connect(&[url]).await.expect("test Redis");
-    let state = DataPlane::new(&config, redis.clone()).await.expect("data plane");
+    let state = DataPlane::new(&config, Engine::loaded(redis.clone(), &config).await.expect("engine"));
     start_with(state, redis, namespace).await
 }
 
@@ -84,7 +85,7 @@ pub async fn spawn_app_without_subscriber() -> TestApp {
     };
     let nowhere = redis::Client::open(format!("redis://127.0.0.1:{}", closed_port())).unwrap();
     let redis = RedisConn::Single(manager, std::sync::Arc::new(nowhere));
-    let state = DataPlane::new(&config, redis.clone()).await.expect("data plane");
+    let state = DataPlane::new(&config, Engine::loaded(redis.clone(), &config).await.expect("engine"));
     start_with(state, redis, &namespace).await
 }
 
@@ -99,7 +100,7 @@ pub async fn spawn_app_without_redis() -> TestApp {
         .set_number_of_retries(0);
     let manager = redis::aio::ConnectionManager::new_lazy_with_config(client.clone(), manager_config).unwrap();
     let redis = RedisConn::Single(manager, std::sync::Arc::new(client));
-    let state = DataPlane::new_unchecked(&config, redis.clone());
+    let state = DataPlane::new(&config, Engine::from_config(redis.clone(), &config));
     start_with(state, redis, "tdead").await
 }
 

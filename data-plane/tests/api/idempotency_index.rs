@@ -3,7 +3,7 @@
 
 use crate::helpers::spawn_app;
 use aqs_core::receipt::Receipt;
-use aqs_data_plane::engine::{ConsumeOutcome, NewMessage, PublishOutcome};
+use aqs_engine::{ConsumeOutcome, NewMessage, PublishOutcome};
 use redis::AsyncCommands;
 use serde_json::json;
 

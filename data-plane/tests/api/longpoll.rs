@@ -121,3 +121,44 @@ async fn publishes_signal_the_wake_channel_only_while_a_poll_waits() {
     // Named for the publishing replica, whose subscriber skips it: that replica woke its own.
     assert_eq!(payload, format!("1:{}", app.state.engine.replica()));
 }
+
+/// A publish that does not come through the publish route (the console's "Send a message" form,
+/// anything else calling the engine) wakes this process's long polls too: the engine wakes them
+/// after its write, whoever called it. Its PUBLISH names this replica, whose subscriber skips it,
+/// so when the route did the waking this poll slept to its deadline (measured: 18.8 s of 20).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_through_the_engine_wakes_the_waiter_on_its_own_replica() {
+    let app = spawn_app().await;
+    app.listening().await;
+    let queue = app.queue().await;
+    let deadline = Duration::from_secs(20);
+    let waiter = {
+        let (client, url, token) = (app.client.clone(), app.url(&queue, "/consume"), queue.token.clone());
+        let body = json!({"max_wait_seconds": deadline.as_secs()});
+        tokio::spawn(async move {
+            let response = client.post(url).bearer_auth(token).json(&body).send().await.unwrap();
+            response.json::<serde_json::Value>().await.unwrap()
+        })
+    };
+    // The poll found nothing and marked the queue as waited on (`w` in its meta).
+    let meta = app.keys.queue(queue.id).meta();
+    eventually("the long poll waits", || {
+        let (mut redis, meta) = (app.redis.clone(), meta.clone());
+        async move { redis::cmd("HEXISTS").arg(&meta).arg("w").query_async::<bool>(&mut redis).await.unwrap() }
+    })
+    .await;
+    let message = aqs_engine::NewMessage {
+        body: b"sent from the console".to_vec(),
+        content_type: "text/plain".into(),
+        attributes: String::new(),
+        group_id: None,
+        idempotency_key: None,
+        delay_ms: 0,
+    };
+    let published = Instant::now();
+    let outcome = app.state.engine.publish(queue.id, &[message], aqs_core::time::now_ms()).await.unwrap();
+    assert!(matches!(outcome, aqs_engine::PublishOutcome::Stored(_)), "{outcome:?}");
+    let body = tokio::time::timeout(deadline + WOKEN, waiter).await.expect("the poll answered").unwrap();
+    assert_eq!(body["messages"].as_array().unwrap().len(), 1, "{body}");
+    assert!(published.elapsed() < deadline / 2, "the poll returned at its deadline, not woken by the publish");
+}

@@ -6,7 +6,7 @@ use crate::helpers::{TestApp, TestQueue};
 use aqs_core::projection::{PushMode, PushRecord};
 use aqs_core::secret::Secret;
 use aqs_core::time::now_ms;
-use aqs_data_plane::engine::DeadLetter;
+use aqs_engine::DeadLetter;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};

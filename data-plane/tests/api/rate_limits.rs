@@ -6,7 +6,7 @@ use aqs_core::error::ApiError;
 use aqs_core::projection::TokenRecord;
 use aqs_core::time::now_ms;
 use aqs_core::token::{Scope, TokenSecret};
-use aqs_data_plane::engine::{Charge, Class, NewMessage, PublishOutcome};
+use aqs_engine::{Charge, Class, NewMessage, PublishOutcome};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -139,7 +139,7 @@ async fn token_with_id(app: &TestApp, queue: &TestQueue) -> (String, uuid::Uuid)
     (secret.expose().to_owned(), record.token_id)
 }
 
-/// Replicas claim slices of a busy token's message budget (`engine/slices.rs`) and admit from
+/// Replicas claim slices of a busy token's message budget (`engine/src/slices.rs`) and admit from
 /// them without charging Redis again; every slice is taken from the one budget first, so with the
 /// clock held still (no refill), two replicas in turn admit exactly what is left of the budget
 /// between them and refuse the rest, whoever still holds a slice.

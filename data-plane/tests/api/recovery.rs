@@ -5,6 +5,7 @@ use crate::helpers::*;
 use aqs_core::config::Config;
 use aqs_core::redis_conn;
 use aqs_data_plane::DataPlane;
+use aqs_engine::Engine;
 use reqwest::StatusCode;
 use serde_json::json;
 use std::process::{Child, Command, Stdio};
@@ -99,7 +100,7 @@ async fn the_service_recovers_when_redis_restarts() {
     let namespace = "trestart";
     let config = Config::for_tests("", &redis.url(), namespace);
     let conn = redis_conn::connect(&[redis.url()]).await.unwrap();
-    let state = DataPlane::new(&config, conn.clone()).await.unwrap();
+    let state = DataPlane::new(&config, Engine::loaded(conn.clone(), &config).await.unwrap());
     let app = start_with(state, conn, namespace).await;
     app.listening().await;
     let queue = app.queue().await;
@@ -180,7 +181,7 @@ async fn the_service_waits_for_a_redis_still_loading_its_dataset() {
 
     let conn = redis_conn::connect(&[redis.url()]).await.expect("connect waits for the dataset");
     let config = Config::for_tests("", &redis.url(), "tloading");
-    DataPlane::new(&config, conn.clone()).await.expect("the data plane starts once Redis has loaded");
+    Engine::loaded(conn.clone(), &config).await.expect("the engine starts once Redis has loaded");
     let size: usize = redis::cmd("DBSIZE").query_async(&mut conn.clone()).await.unwrap();
     assert_eq!(size, KEYS);
     drop(redis);

@@ -4,7 +4,7 @@
 
 use crate::helpers::*;
 use aqs_core::time::now_ms;
-use aqs_data_plane::engine::NewMessage;
+use aqs_engine::NewMessage;
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -128,11 +128,11 @@ async fn a_batch_next_to_this_replicas_undrawn_lease_gets_all_the_room() {
 async fn a_crashed_replicas_lease_counts_as_stored_until_the_queue_empties() {
     let a = spawn_app().await;
     let queue = a.queue_with(|m| m.storage_limit = 1 << 20).await;
-    let crashed = aqs_data_plane::engine::Engine::new(a.redis.clone(), a.keys.clone());
+    let crashed = aqs_engine::Engine::new(a.redis.clone(), a.keys.clone());
     let now = now_ms();
     for i in 0..3 {
         let outcome = crashed.publish(queue.id, &[plain(&format!("unflushed {i}"))], now).await.unwrap();
-        assert!(matches!(outcome, aqs_data_plane::engine::PublishOutcome::Stored(_)), "{outcome:?}");
+        assert!(matches!(outcome, aqs_engine::PublishOutcome::Stored(_)), "{outcome:?}");
     }
     drop(crashed); // no flush: its three publishes' bytes exist only in its lease
     let later = now + 31_000;

@@ -1,0 +1,83 @@
+-- consume.lua: leases up to max messages: due leases first (expired or released by a nack), then
+-- never-delivered entries. Expired leases that used every attempt go to the DLQ instead.
+-- KEYS: the standard queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
+--       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
+-- ARGV: now_ms, utc_day, max messages, lease ms (0 = the queue's visibility timeout), the ms until
+--       which the caller will wait for messages if this finds none (0 = it will not wait).
+-- Returns {'ok', lease ms, next due ms or '', then per message 11 values:
+--          stream id, message id, body, content type, attributes, group id or '', published ms, attempts,
+--          delivery base n, accounted bytes sz, has an idempotency key (1/0)}
+--          (the last three go into the receipt, so that ack need not read the entry).
+--      or {'no_queue'} | {'paused'}.
+local refused = rate_refused() if refused then return refused end
+local now, day, max, lease_ms = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local wait_until = tonumber(ARGV[5])
+local meta = read_meta()
+if not meta then return { 'no_queue' } end
+if meta.paused then return { 'paused' } end
+if lease_ms == 0 then lease_ms = meta.visibility_ms end
+local deadline = now + lease_ms
+
+-- Delays that fell due since the sweeper last ran become ready now, not up to a second later.
+promote_due(now, 100)
+
+local out, delivered, dead = { 'ok', lease_ms, '' }, 0, 0
+local function deliver(sid, e, attempts)
+  local o = #out
+  out[o + 1] = sid; out[o + 2] = e.id; out[o + 3] = e.b; out[o + 4] = e.ct; out[o + 5] = e.a
+  out[o + 6] = e.g or ''; out[o + 7] = e.pa; out[o + 8] = attempts
+  out[o + 9] = e.n; out[o + 10] = e.sz; out[o + 11] = (e.ik and e.ik ~= '') and 1 or 0
+  delivered = delivered + 1
+end
+
+-- 1. Due leases. Each pass removes what it saw from the due range (claimed leases move to the new
+-- deadline, dead letters and stale leases leave), so the loop ends.
+for _ = 1, 20 do
+  if delivered >= max then break end
+  local due = redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 0, max - delivered)
+  if #due == 0 then break end
+  for _, sid in ipairs(due) do
+    local e = entry(K_STREAM, sid)
+    local done = e and deliveries(K_STREAM, sid, e)
+    if not done then
+      -- A lease without its entry or PEL record cannot be delivered: drop the lease.
+      redis.call('ZREM', K_LEASE, sid)
+      redis.call('ZREM', K_BACKOFF, sid)
+      redis.call('HDEL', K_ERRORS, sid)
+    elseif done >= meta.max_attempts then
+      local reason = 'visibility timeout expired'
+      if redis.call('ZSCORE', K_BACKOFF, sid) then
+        reason = redis.call('HGET', K_ERRORS, sid) or 'nacked'
+      end
+      dead_letter(sid, e, reason, done, now)
+      dead = dead + 1
+    else
+      -- XCLAIM with min-idle 0 increments the PEL delivery counter: that is the attempt count.
+      redis.call('XCLAIM', K_STREAM, 'g', 'c', 0, sid)
+      redis.call('ZADD', K_LEASE, deadline, sid)
+      redis.call('ZREM', K_BACKOFF, sid)
+      deliver(sid, e, done + 1)
+    end
+  end
+end
+
+-- 2. Never-delivered entries. The lease is written in the same script as the PEL entry, so the
+-- lease zset and the PEL never disagree. One ZADD for the whole batch.
+if delivered < max and redis.call('EXISTS', K_STREAM) == 1 then
+  local r = redis.call('XREADGROUP', 'GROUP', 'g', 'c', 'COUNT', max - delivered, 'STREAMS', K_STREAM, '>')
+  if r and #r[1][2] > 0 then
+    local leases = {}
+    for _, item in ipairs(r[1][2]) do
+      local sid, e = item[1], record(item[1], item[2])
+      leases[#leases + 1] = deadline; leases[#leases + 1] = sid
+      deliver(sid, e, tonumber(e.n) + 1)
+    end
+    redis.call('ZADD', K_LEASE, unpack(leases))
+  end
+end
+
+bump('del:', day, delivered)
+count_minute(K_MINUTES, now, 0, delivered, 0, dead)
+if delivered == 0 and wait_until > now then mark_waiting(wait_until) end
+out[3] = next_due()
+return out

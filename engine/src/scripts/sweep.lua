@@ -1,0 +1,57 @@
+-- sweep.lua: the timers of one queue, run about once a second by every data-plane replica (safe
+-- concurrently: each call is atomic and idempotent).
+-- KEYS: the standard queue keys (common.lua), then KEYS[16] budget (budget.lua is prepended too).
+-- ARGV: now_ms, limit per kind, prune_before_day (YYYYMMDD; '0' = do not prune; pruning also drops
+--       per-minute fields older than an hour, minutes.lua).
+-- Returns {promoted, dead_lettered, depth (stream + delayed), dead letters, slug} or {'no_queue'}:
+-- the last three feed the per-queue metrics at no extra round trip.
+local now, limit, prune_before = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local meta = read_meta()
+if not meta then return { 'no_queue' } end
+
+local promoted = promote_due(now, limit)
+wake(promoted, now)
+
+-- Expired leases that used every attempt are dead letters, not redeliveries. The others wait for
+-- the next consume, which redelivers them. The PEL counter alone is a lower bound of the attempts
+-- (the entry's base `n` is never negative), so the entry (and its body) is read only for a
+-- message that is certainly due for the DLQ; consume, which reads every entry it claims, makes
+-- the exact decision for the rest.
+local dead = 0
+for _, sid in ipairs(redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 0, limit)) do
+  if not redis.call('ZSCORE', K_BACKOFF, sid) then
+    local p = redis.call('XPENDING', K_STREAM, 'g', sid, sid, 1)
+    if p[1] and p[1][4] >= meta.max_attempts then
+      local e = entry(K_STREAM, sid)
+      if e then
+        dead_letter(sid, e, 'visibility timeout expired', deliveries(K_STREAM, sid, e), now)
+        dead = dead + 1
+      end
+    end
+  end
+end
+count_minute(K_MINUTES, now, 0, 0, 0, dead)
+
+-- Idempotency records that expired leave the index too.
+local expired = redis.call('ZRANGEBYSCORE', K_IDEM_IX, '-inf', now, 'LIMIT', 0, limit)
+if #expired > 0 then redis.call('ZREM', K_IDEM_IX, unpack(expired)) end
+
+if prune_before > 0 then
+  for _, field in ipairs(redis.call('HKEYS', K_STATS)) do
+    local d = string.match(field, '^%a+:(%d+)$')
+    if d and tonumber(d) < prune_before then redis.call('HDEL', K_STATS, field) end
+  end
+  prune_minutes(K_MINUTES, now)
+end
+-- Leases of replicas that stopped renewing become stored bytes (budget.lua), and stored bytes are
+-- exact again once the queue holds nothing and no lease is out: what an expired lease added beyond
+-- what was stored is forgotten there. (No bytes held means no lease out: set_lease deletes an
+-- empty one.)
+local K_BUDGET = KEYS[16]
+if leases_held(K_BUDGET, K_STATS, now, '') == 0 and redis.call('XLEN', K_STREAM) == 0
+    and redis.call('ZCARD', K_DELAYED) == 0 and redis.call('XLEN', K_DLQ) == 0 then
+  local bytes = redis.call('HGET', K_STATS, 'bytes')
+  if bytes and bytes ~= '0' then redis.call('HSET', K_STATS, 'bytes', 0) end
+end
+local depth = redis.call('XLEN', K_STREAM) + redis.call('ZCARD', K_DELAYED)
+return { promoted, dead, depth, redis.call('XLEN', K_DLQ), redis.call('HGET', K_META, 'slug') or '' }

