@@ -17,7 +17,6 @@ use crate::once;
 use crate::pages::INVALID;
 use crate::state::ConsoleState;
 use axum::response::{IntoResponse, Response};
-use std::future::Future;
 
 /// What a claimed form's action came to.
 pub(crate) enum Outcome {

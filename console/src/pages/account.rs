@@ -20,7 +20,6 @@ use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
 use axum::http::header::SET_COOKIE;
-use axum::response::IntoResponse;
 use uuid::Uuid;
 
 const PATH: &str = "/account";
@@ -107,7 +106,7 @@ pub(crate) async fn change_password(
                 async {
                     let mut page = page(&state, &member).await?;
                     page.password_errors = FieldErrors::from_api(err, &["current_password", "new_password"])?;
-                    Ok(page)
+                    Ok::<_, ConsoleError>(page)
                 }
                 .await,
             )),
@@ -157,7 +156,7 @@ pub(crate) async fn delete(State(state): State<ConsoleState>, member: CurrentMem
                     let mut page = page(&state, &member).await?;
                     page.confirm_email = typed.clone();
                     page.delete_errors = FieldErrors::from_api(err, &["confirm_email"])?;
-                    Ok(page)
+                    Ok::<_, ConsoleError>(page)
                 }
                 .await,
             )),

@@ -8,7 +8,6 @@ use crate::body;
 use crate::error::{ConsoleError, PageResult};
 use crate::extract::PagePath;
 use crate::extract::{CurrentMember, FormData};
-use crate::flash;
 use crate::form::{self, Outcome};
 use crate::format;
 use crate::layout::Chrome;

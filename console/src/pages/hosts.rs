@@ -17,7 +17,7 @@ use aqs_control_plane::queues;
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::{Path, State};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use uuid::Uuid;
 
 const PATH: &str = "/hosts";

@@ -7,7 +7,6 @@ use super::load_queue;
 use crate::body;
 use crate::error::PageResult;
 use crate::extract::{CurrentMember, FormData, PagePath};
-use crate::flash;
 use crate::form::{self, Outcome};
 use crate::format;
 use crate::layout::Chrome;

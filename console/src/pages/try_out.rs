@@ -18,7 +18,7 @@ use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::slug::Slug;
 use aqs_core::ids::QueueId;
 use aqs_core::limits;
-use aqs_core::receipt::{AckHint, Receipt, StreamId, expiry_ms};
+use aqs_core::receipt::{AckHint, Receipt, expiry_ms};
 use aqs_core::time::now_ms;
 use aqs_data_plane::engine::{ConsumeOutcome, MessageRef, NackResult, NewMessage, PublishOutcome};
 use askama::Template;
