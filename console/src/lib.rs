@@ -9,6 +9,8 @@
 //! - [`router`] mounts the pages and the static assets, behind two layers: the CSRF guard (every
 //!   POST) and the response headers (no caching of pages, no framing, a strict CSP);
 //! - `extract`: who is asking (`Visitor`, `CurrentMember`) and the posted form;
+//! - `form`: the flow of every state-changing form (claim its one-time id, act, redirect or show
+//!   it again), so that a form posted twice acts once;
 //! - `pages/`: one module per page or tab, each calling the control plane's service functions with
 //!   the member id first, so a member only ever reaches their own queues.
 
@@ -21,6 +23,7 @@ mod error;
 mod extract;
 mod fields;
 mod flash;
+mod form;
 mod format;
 mod headers;
 mod layout;

@@ -3,6 +3,7 @@
 //! shown, so a reload, a Back-and-resubmit or a double click is answered with a redirect to that
 //! result and never acts twice. A secret the action produced is kept (briefly, in Redis only) for
 //! the page the form redirects to, which takes it once: a reload of that page shows it no more.
+//! Handlers claim through `form::run`, which finishes or frees the claim for them.
 
 use crate::error::{ConsoleError, PageResult};
 use crate::extract::{CurrentMember, FormData};

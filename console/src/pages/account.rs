@@ -3,12 +3,12 @@
 //! out everywhere, and deleting the account after typing its email. Every form carries a one-time
 //! id (`once`) and redirects after acting.
 
-use super::INVALID;
 use crate::cookies;
 use crate::error::{ConsoleError, PageResult};
 use crate::extract::{CurrentMember, FormData, PagePath};
 use crate::fields::FieldErrors;
 use crate::flash;
+use crate::form::{self, Outcome};
 use crate::format;
 use crate::layout::Chrome;
 use crate::once;
@@ -20,7 +20,6 @@ use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
 use axum::http::header::SET_COOKIE;
-use axum::response::IntoResponse;
 use uuid::Uuid;
 
 const PATH: &str = "/account";
@@ -89,31 +88,31 @@ pub(crate) async fn change_password(
     member: CurrentMember,
     form: FormData,
 ) -> PageResult {
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
-    };
     let change = PasswordChange {
         current_password: form.get("current_password").to_owned(),
         new_password: form.get("new_password").to_owned(),
     };
-    match auth::change_password(state.control(), member.id, change).await {
-        Ok(signed_in) => {
-            claim.done(&state, PATH).await?;
-            let message = "Password changed. Every other session has ended; this browser stays logged in.";
-            let mut response = flash::redirect(&state, member.secure, PATH, message);
-            let cookie =
-                cookies::set(cookies::SESSION, &signed_in.session, cookies::SESSION_MAX_AGE_SECS, member.secure);
-            response.headers_mut().append(SET_COOKIE, cookie);
-            Ok(response)
+    let act = async {
+        match auth::change_password(state.control(), member.id, change).await {
+            Ok(signed_in) => {
+                let message = "Password changed. Every other session has ended; this browser stays logged in.";
+                let mut response = flash::redirect(&state, member.secure, PATH, message);
+                let cookie =
+                    cookies::set(cookies::SESSION, &signed_in.session, cookies::SESSION_MAX_AGE_SECS, member.secure);
+                response.headers_mut().append(SET_COOKIE, cookie);
+                Ok(Outcome::answer(PATH, response))
+            }
+            Err(err) => Ok(Outcome::invalid(
+                async {
+                    let mut page = page(&state, &member).await?;
+                    page.password_errors = FieldErrors::from_api(err, &["current_password", "new_password"])?;
+                    Ok::<_, ConsoleError>(page)
+                }
+                .await,
+            )),
         }
-        Err(err) => {
-            claim.release(&state).await?;
-            let mut page = page(&state, &member).await?;
-            page.password_errors = FieldErrors::from_api(err, &["current_password", "new_password"])?;
-            Ok((INVALID, page).into_response())
-        }
-    }
+    };
+    form::run(&state, &member, &form, act).await
 }
 
 /// Ends one session; ending this browser's own is logging out.
@@ -124,54 +123,44 @@ pub(crate) async fn end_session(
     form: FormData,
 ) -> PageResult {
     let id = Uuid::try_parse(&id).map_err(|_| ConsoleError::NotFound)?;
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
+    let act = async {
+        let current = auth::verify_with_id(state.control(), &member.session).await?.1;
+        Ok(match auth::end_session(state.control(), member.id, id).await {
+            Ok(()) if id == current => {
+                Outcome::answer("/login", super::auth::logged_out(&state, member.secure, "You are logged out."))
+            }
+            Ok(()) => Outcome::flash(PATH, "Session ended: it can no longer be used."),
+            Err(ApiError::NotFound(_)) => Outcome::flash(PATH, "That session had already ended."),
+            Err(err) => Outcome::refused(err),
+        })
     };
-    let current = auth::verify_with_id(state.control(), &member.session).await?.1;
-    match auth::end_session(state.control(), member.id, id).await {
-        Ok(()) if id == current => {
-            claim.done(&state, "/login").await?;
-            Ok(super::auth::logged_out(&state, member.secure, "You are logged out."))
-        }
-        Ok(()) => {
-            claim.done(&state, PATH).await?;
-            Ok(flash::redirect(&state, member.secure, PATH, "Session ended: it can no longer be used."))
-        }
-        Err(ApiError::NotFound(_)) => {
-            claim.done(&state, PATH).await?;
-            Ok(flash::redirect(&state, member.secure, PATH, "That session had already ended."))
-        }
-        Err(err) => {
-            claim.release(&state).await?;
-            Err(err.into())
-        }
-    }
+    form::run(&state, &member, &form, act).await
 }
 
 /// Deletes the account once its email is typed; the browser is logged out.
 pub(crate) async fn delete(State(state): State<ConsoleState>, member: CurrentMember, form: FormData) -> PageResult {
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
-    };
     let typed = form.get("confirm_email").trim().to_owned();
-    let confirm = AccountDeletion { confirm_email: typed.clone() };
-    let found = auth::verify_session(state.control(), &member.session).await?;
-    match account::delete(state.control(), &found, confirm).await {
-        Ok(()) => {
-            claim.done(&state, "/signup").await?;
-            let message = "Your account was deleted, with its queues, their messages and tokens, hosts and domains.";
-            let mut response = flash::redirect(&state, member.secure, "/signup", message);
-            response.headers_mut().append(SET_COOKIE, cookies::clear(cookies::SESSION, member.secure));
-            Ok(response)
+    let act = async {
+        let confirm = AccountDeletion { confirm_email: typed.clone() };
+        let found = auth::verify_session(state.control(), &member.session).await?;
+        match account::delete(state.control(), &found, confirm).await {
+            Ok(()) => {
+                let message =
+                    "Your account was deleted, with its queues, their messages and tokens, hosts and domains.";
+                let mut response = flash::redirect(&state, member.secure, "/signup", message);
+                response.headers_mut().append(SET_COOKIE, cookies::clear(cookies::SESSION, member.secure));
+                Ok(Outcome::answer("/signup", response))
+            }
+            Err(err) => Ok(Outcome::invalid(
+                async {
+                    let mut page = page(&state, &member).await?;
+                    page.confirm_email = typed.clone();
+                    page.delete_errors = FieldErrors::from_api(err, &["confirm_email"])?;
+                    Ok::<_, ConsoleError>(page)
+                }
+                .await,
+            )),
         }
-        Err(err) => {
-            claim.release(&state).await?;
-            let mut page = page(&state, &member).await?;
-            page.confirm_email = typed;
-            page.delete_errors = FieldErrors::from_api(err, &["confirm_email"])?;
-            Ok((INVALID, page).into_response())
-        }
-    }
+    };
+    form::run(&state, &member, &form, act).await
 }

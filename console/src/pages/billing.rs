@@ -9,6 +9,7 @@ use crate::error::PageResult;
 use crate::extract::{CurrentMember, FormData};
 use crate::fields::{self, FieldErrors};
 use crate::flash;
+use crate::form::{self, Outcome};
 use crate::format;
 use crate::layout::Chrome;
 use crate::once;
@@ -121,12 +122,8 @@ pub(crate) async fn setup(
     member: CurrentMember,
     form: FormData,
 ) -> PageResult<Response> {
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
-    };
-    let url = account::setup_url(state.control(), member.id).await;
-    to_stripe(&state, claim, url).await
+    let act = async { Ok(to_stripe(account::setup_url(state.control(), member.id).await)) };
+    form::run(&state, &member, &form, act).await
 }
 
 /// To Stripe's billing portal (invoices, card).
@@ -135,25 +132,15 @@ pub(crate) async fn portal(
     member: CurrentMember,
     form: FormData,
 ) -> PageResult<Response> {
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
-    };
-    let url = account::portal_url(state.control(), member.id).await;
-    to_stripe(&state, claim, url).await
+    let act = async { Ok(to_stripe(account::portal_url(state.control(), member.id).await)) };
+    form::run(&state, &member, &form, act).await
 }
 
 /// Sends the browser to Stripe; a replay of the form comes back to this page instead.
-async fn to_stripe(state: &ConsoleState, claim: once::Claim, url: aqs_core::ApiResult<String>) -> PageResult<Response> {
+fn to_stripe(url: aqs_core::ApiResult<String>) -> Outcome {
     match url {
-        Ok(url) => {
-            claim.done(state, PATH).await?;
-            Ok(flash::see_other(&url))
-        }
-        Err(err) => {
-            claim.release(state).await?;
-            Err(err.into())
-        }
+        Ok(url) => Outcome::answer(PATH, flash::see_other(&url)),
+        Err(err) => Outcome::refused(err),
     }
 }
 
@@ -166,25 +153,34 @@ pub(crate) async fn budget(
     let dollars = fields::number::<u64>(&mut errors, "monthly_limit", form.get("monthly_limit_dollars"), None);
     let percent = fields::number::<u32>(&mut errors, "alert_percent", form.get("alert_percent"), None);
     if let (Some(dollars), Some(alert_percent)) = (dollars, percent) {
-        let claim = match once::claim(&state, &member, &form).await? {
-            Ok(claim) => claim,
-            Err(replayed) => return Ok(replayed),
-        };
         let input = BudgetInput { monthly_limit_cents: dollars.saturating_mul(100), alert_percent };
-        match account::set_budget(state.control(), member.id, input).await {
-            Ok(_) => {
-                claim.done(&state, PATH).await?;
-                return Ok(flash::redirect(&state, member.secure, PATH, "Budget saved."));
+        let act = async {
+            match account::set_budget(state.control(), member.id, input).await {
+                Ok(_) => Ok(Outcome::flash(PATH, "Budget saved.")),
+                Err(err) => Ok(Outcome::invalid(
+                    async {
+                        let errors = FieldErrors::from_api(err, &["monthly_limit_cents", "alert_percent"])?;
+                        typed_page(&state, &member, &form, errors).await
+                    }
+                    .await,
+                )),
             }
-            Err(err) => {
-                claim.release(&state).await?;
-                errors = FieldErrors::from_api(err, &["monthly_limit_cents", "alert_percent"])?;
-            }
-        }
+        };
+        return form::run(&state, &member, &form, act).await;
     }
-    let mut page = page(&member, account::overview(state.control(), member.id).await?);
+    Ok((INVALID, typed_page(&state, &member, &form, errors).await?).into_response())
+}
+
+/// The budget form again as it was sent, with its errors.
+async fn typed_page(
+    state: &ConsoleState,
+    member: &CurrentMember,
+    form: &FormData,
+    errors: FieldErrors,
+) -> PageResult<BillingPage> {
+    let mut page = page(member, account::overview(state.control(), member.id).await?);
     page.limit_dollars = form.get("monthly_limit_dollars").trim().to_owned();
     page.alert_percent = form.get("alert_percent").trim().to_owned();
     page.errors = errors;
-    Ok((INVALID, page).into_response())
+    Ok(page)
 }

@@ -10,7 +10,7 @@ use super::load_queue;
 use crate::error::PageResult;
 use crate::extract::{CurrentMember, FormData, PagePath};
 use crate::fields::{self, FieldErrors};
-use crate::flash;
+use crate::form::{self, Outcome};
 use crate::layout::Chrome;
 use crate::once;
 use crate::state::ConsoleState;
@@ -147,10 +147,6 @@ pub(crate) async fn submit(State(state): State<ConsoleState>, member: CurrentMem
     errors.add_api(checked.problems(), &FIELDS)?;
 
     if form.get("intent") != "preview" && errors.is_empty() {
-        let claim = match once::claim(&state, &member, &form).await? {
-            Ok(claim) => claim,
-            Err(replayed) => return Ok(replayed),
-        };
         let input = NewQueue {
             name: name.clone(),
             visibility_timeout_seconds: visibility,
@@ -158,21 +154,38 @@ pub(crate) async fn submit(State(state): State<ConsoleState>, member: CurrentMem
             payload_size: payload,
             storage_limit: None,
         };
-        match queues::create(state.control(), member.id, input).await {
-            Ok((queue, token)) => {
-                let shown = once::stash_secret(&state, &member, token.secret.expose()).await?;
-                let location = format!("/queues/{}/created?shown={shown}", queue.slug);
-                claim.done(&state, &location).await?;
-                return Ok(flash::see_other(&location));
+        let act = async {
+            match queues::create(state.control(), member.id, input).await {
+                Ok((queue, token)) => {
+                    let shown = once::stash_secret(&state, &member, token.secret.expose()).await?;
+                    Ok(Outcome::see_other(format!("/queues/{}/created?shown={shown}", queue.slug)))
+                }
+                Err(err) => Ok(Outcome::invalid(
+                    async {
+                        let errors = FieldErrors::from_api(err, &FIELDS)?;
+                        typed_page(&state, &member, &form, name.clone(), preview.clone(), errors, payload).await
+                    }
+                    .await,
+                )),
             }
-            Err(err) => {
-                claim.release(&state).await?;
-                errors = FieldErrors::from_api(err, &FIELDS)?;
-            }
-        }
+        };
+        return form::run(&state, &member, &form, act).await;
     }
     let status = if errors.is_empty() { axum::http::StatusCode::OK } else { INVALID };
-    let page = CreatePage {
+    Ok((status, typed_page(&state, &member, &form, name, preview, errors, payload).await?).into_response())
+}
+
+/// The form again as it was sent, with its errors (or its address preview).
+async fn typed_page(
+    state: &ConsoleState,
+    member: &CurrentMember,
+    form: &FormData,
+    name: String,
+    preview: Option<String>,
+    errors: FieldErrors,
+    payload: Option<u64>,
+) -> PageResult<CreatePage> {
+    Ok(CreatePage {
         chrome: member.chrome("Create queue"),
         name,
         visibility: form.get("visibility_timeout_seconds").trim().to_owned(),
@@ -183,10 +196,9 @@ pub(crate) async fn submit(State(state): State<ConsoleState>, member: CurrentMem
         visibility_max: VISIBILITY_MAX_SECS,
         attempts_max: MAX_ATTEMPTS_MAX,
         form_id: once::new_id(),
-        at_limit: at_limit(&state, &member).await?,
+        at_limit: at_limit(state, member).await?,
         limit: QUEUES_PER_MEMBER,
-    };
-    Ok((status, page).into_response())
+    })
 }
 
 #[derive(Deserialize)]

@@ -8,7 +8,7 @@ use crate::body;
 use crate::error::{ConsoleError, PageResult};
 use crate::extract::PagePath;
 use crate::extract::{CurrentMember, FormData};
-use crate::flash;
+use crate::form::{self, Outcome};
 use crate::format;
 use crate::layout::Chrome;
 use crate::once;
@@ -232,25 +232,25 @@ pub(crate) async fn act(
         (None, text, _) => Selection::ReasonContains(text.to_owned()),
     };
     // A resubmitted "replay all" would replay what died since; it is answered, not done again.
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
+    let act = async {
+        let n = match action {
+            Action::Replay => state.engine().replay_dead_letters(queue.id, &selection).await?,
+            Action::Purge => state.engine().purge_dead_letters(queue.id, &selection, now_ms()).await?,
+        };
+        let done = if action == Action::Replay { "Replayed" } else { "Purged" };
+        let message = match (n, &id) {
+            (0, Some(_)) => {
+                "That dead letter is no longer there; it may have been replayed or purged already.".to_owned()
+            }
+            (0, None) => "There were no dead letters.".to_owned(),
+            (1, _) => format!("{done} 1 dead letter."),
+            (n, _) => format!("{done} {} dead letters.", format::count(n)),
+        };
+        let location = match reason.as_str() {
+            "" => format!("/queues/{slug}/dead-letters"),
+            text => format!("/queues/{slug}/dead-letters?reason={}", encode(text)),
+        };
+        Ok(Outcome::flash(location, message))
     };
-    let n = match action {
-        Action::Replay => state.engine().replay_dead_letters(queue.id, &selection).await?,
-        Action::Purge => state.engine().purge_dead_letters(queue.id, &selection, now_ms()).await?,
-    };
-    let done = if action == Action::Replay { "Replayed" } else { "Purged" };
-    let message = match (n, &id) {
-        (0, Some(_)) => "That dead letter is no longer there; it may have been replayed or purged already.".to_owned(),
-        (0, None) => "There were no dead letters.".to_owned(),
-        (1, _) => format!("{done} 1 dead letter."),
-        (n, _) => format!("{done} {} dead letters.", format::count(n)),
-    };
-    let location = match reason.as_str() {
-        "" => format!("/queues/{slug}/dead-letters"),
-        text => format!("/queues/{slug}/dead-letters?reason={}", encode(text)),
-    };
-    claim.done(&state, &location).await?;
-    Ok(flash::redirect(&state, member.secure, &location, &message))
+    form::run(&state, &member, &form, act).await
 }

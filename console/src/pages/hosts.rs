@@ -4,11 +4,10 @@
 //! Everything goes through the control plane's `domains` and `hosts` service functions. Every
 //! form carries its own one-time id (`once`): a replay is answered with the page, not done again.
 
-use super::INVALID;
 use crate::error::PageResult;
 use crate::extract::{CurrentMember, FormData};
 use crate::fields::FieldErrors;
-use crate::flash;
+use crate::form::{self, Outcome};
 use crate::layout::Chrome;
 use crate::once;
 use crate::state::ConsoleState;
@@ -18,7 +17,7 @@ use aqs_control_plane::queues;
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::{Path, State};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use uuid::Uuid;
 
 const PATH: &str = "/hosts";
@@ -97,25 +96,25 @@ pub(crate) async fn show(State(state): State<ConsoleState>, member: CurrentMembe
 
 pub(crate) async fn add_domain(State(state): State<ConsoleState>, member: CurrentMember, form: FormData) -> PageResult {
     let name = form.get("name").trim().to_owned();
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
+    let act = async {
+        match domains::create(state.control(), member.id, NewDomain { name: name.clone() }).await {
+            Ok(domain) => {
+                let message = format!(
+                    "Added {}. Create the TXT record {} with the value {}, then choose Verify.",
+                    domain.name, domain.verification.name, domain.verification.value
+                );
+                Ok(Outcome::flash(PATH, message))
+            }
+            Err(err) => Ok(Outcome::invalid(
+                async {
+                    let domain_errors = FieldErrors::from_api(err, &["name"])?;
+                    page(&state, &member, Inputs { domain_name: name.clone(), domain_errors, ..empty() }).await
+                }
+                .await,
+            )),
+        }
     };
-    match domains::create(state.control(), member.id, NewDomain { name: name.clone() }).await {
-        Ok(domain) => {
-            claim.done(&state, PATH).await?;
-            let message = format!(
-                "Added {}. Create the TXT record {} with the value {}, then choose Verify.",
-                domain.name, domain.verification.name, domain.verification.value
-            );
-            Ok(flash::redirect(&state, member.secure, PATH, &message))
-        }
-        Err(err) => {
-            claim.release(&state).await?;
-            let inputs = Inputs { domain_name: name, domain_errors: FieldErrors::from_api(err, &["name"])?, ..empty() };
-            Ok((INVALID, page(&state, &member, inputs).await?).into_response())
-        }
-    }
+    form::run(&state, &member, &form, act).await
 }
 
 pub(crate) async fn verify_domain(
@@ -124,22 +123,17 @@ pub(crate) async fn verify_domain(
     Path(id): Path<Uuid>,
     form: FormData,
 ) -> PageResult<Response> {
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
-    };
-    let result = verify_domain_now(&state, &member, id).await;
-    finish(&state, claim, result).await
+    let act = async { Ok(Outcome::flash_or_refused(PATH, verify_domain_now(&state, &member, id).await)) };
+    form::run(&state, &member, &form, act).await
 }
 
-async fn verify_domain_now(state: &ConsoleState, member: &CurrentMember, id: Uuid) -> PageResult<Response> {
+async fn verify_domain_now(state: &ConsoleState, member: &CurrentMember, id: Uuid) -> PageResult<String> {
     let domain = domains::verify(state.control(), member.id, id).await?;
-    let message = match (domain.status.as_str(), &domain.reason) {
+    Ok(match (domain.status.as_str(), &domain.reason) {
         ("verified", _) => format!("{} is verified: you can add hosts under it.", domain.name),
         (_, Some(reason)) => format!("{} is not verified yet: {reason}.", domain.name),
         _ => format!("{} is not verified yet.", domain.name),
-    };
-    Ok(flash::redirect(state, member.secure, PATH, &message))
+    })
 }
 
 pub(crate) async fn remove_domain(
@@ -148,47 +142,42 @@ pub(crate) async fn remove_domain(
     Path(id): Path<Uuid>,
     form: FormData,
 ) -> PageResult<Response> {
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
-    };
-    let result = remove_domain_now(&state, &member, id).await;
-    finish(&state, claim, result).await
+    let act = async { Ok(Outcome::flash_or_refused(PATH, remove_domain_now(&state, &member, id).await)) };
+    form::run(&state, &member, &form, act).await
 }
 
-async fn remove_domain_now(state: &ConsoleState, member: &CurrentMember, id: Uuid) -> PageResult<Response> {
-    let message = match domains::delete(state.control(), member.id, id).await {
-        Ok(()) => "Domain removed.".to_owned(),
-        Err(aqs_core::ApiError::Conflict(reason)) => format!("Not removed: {reason}."),
-        Err(err) => return Err(err.into()),
-    };
-    Ok(flash::redirect(state, member.secure, PATH, &message))
+async fn remove_domain_now(state: &ConsoleState, member: &CurrentMember, id: Uuid) -> PageResult<String> {
+    match domains::delete(state.control(), member.id, id).await {
+        Ok(()) => Ok("Domain removed.".to_owned()),
+        Err(aqs_core::ApiError::Conflict(reason)) => Ok(format!("Not removed: {reason}.")),
+        Err(err) => Err(err.into()),
+    }
 }
 
 pub(crate) async fn add_host(State(state): State<ConsoleState>, member: CurrentMember, form: FormData) -> PageResult {
     let hostname = form.get("hostname").trim().to_owned();
     let queue = form.get("queue").trim().to_owned();
     let input = NewHost { hostname: hostname.clone(), queue: queue.clone() };
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
+    let act = async {
+        match hosts::create(state.control(), member.id, input).await {
+            Ok(host) => {
+                let message = format!(
+                    "Added {}. Create the DNS-only CNAME record {} → {}; the certificate follows on its own.",
+                    host.hostname, host.dns.name, host.dns.value
+                );
+                Ok(Outcome::flash(PATH, message))
+            }
+            Err(err) => Ok(Outcome::invalid(
+                async {
+                    let host_errors = FieldErrors::from_api(err, &["hostname", "queue"])?;
+                    let inputs = Inputs { hostname: hostname.clone(), queue: queue.clone(), host_errors, ..empty() };
+                    page(&state, &member, inputs).await
+                }
+                .await,
+            )),
+        }
     };
-    match hosts::create(state.control(), member.id, input).await {
-        Ok(host) => {
-            claim.done(&state, PATH).await?;
-            let message = format!(
-                "Added {}. Create the DNS-only CNAME record {} → {}; the certificate follows on its own.",
-                host.hostname, host.dns.name, host.dns.value
-            );
-            Ok(flash::redirect(&state, member.secure, PATH, &message))
-        }
-        Err(err) => {
-            claim.release(&state).await?;
-            let host_errors = FieldErrors::from_api(err, &["hostname", "queue"])?;
-            let inputs = Inputs { hostname, queue, host_errors, ..empty() };
-            Ok((INVALID, page(&state, &member, inputs).await?).into_response())
-        }
-    }
+    form::run(&state, &member, &form, act).await
 }
 
 pub(crate) async fn check_host(
@@ -197,18 +186,13 @@ pub(crate) async fn check_host(
     Path(id): Path<Uuid>,
     form: FormData,
 ) -> PageResult<Response> {
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
-    };
-    let result = check_host_now(&state, &member, id).await;
-    finish(&state, claim, result).await
+    let act = async { Ok(Outcome::flash_or_refused(PATH, check_host_now(&state, &member, id).await)) };
+    form::run(&state, &member, &form, act).await
 }
 
-async fn check_host_now(state: &ConsoleState, member: &CurrentMember, id: Uuid) -> PageResult<Response> {
+async fn check_host_now(state: &ConsoleState, member: &CurrentMember, id: Uuid) -> PageResult<String> {
     let host = hosts::check(state.control(), member.id, id).await?;
-    let message = format!("Checking {} now; its status below follows.", host.hostname);
-    Ok(flash::redirect(state, member.secure, PATH, &message))
+    Ok(format!("Checking {} now; its status below follows.", host.hostname))
 }
 
 pub(crate) async fn remove_host(
@@ -217,34 +201,15 @@ pub(crate) async fn remove_host(
     Path(id): Path<Uuid>,
     form: FormData,
 ) -> PageResult<Response> {
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
-    };
-    let result = remove_host_now(&state, &member, id).await;
-    finish(&state, claim, result).await
+    let act = async { Ok(Outcome::flash_or_refused(PATH, remove_host_now(&state, &member, id).await)) };
+    form::run(&state, &member, &form, act).await
 }
 
-async fn remove_host_now(state: &ConsoleState, member: &CurrentMember, id: Uuid) -> PageResult<Response> {
+async fn remove_host_now(state: &ConsoleState, member: &CurrentMember, id: Uuid) -> PageResult<String> {
     let host = hosts::get(state.control(), member.id, id).await?;
     hosts::delete(state.control(), member.id, id).await?;
-    let message = format!(
+    Ok(format!(
         "Removed {}: it no longer serves the queue. The queue {}, its messages and its tokens stay.",
         host.hostname, host.queue
-    );
-    Ok(flash::redirect(state, member.secure, PATH, &message))
-}
-
-/// Records where a one-time form's result is shown, or frees its id when nothing was done.
-async fn finish(state: &ConsoleState, claim: once::Claim, result: PageResult<Response>) -> PageResult<Response> {
-    match result {
-        Ok(response) => {
-            claim.done(state, PATH).await?;
-            Ok(response)
-        }
-        Err(err) => {
-            claim.release(state).await?;
-            Err(err)
-        }
-    }
+    ))
 }

@@ -7,7 +7,7 @@ use super::load_queue;
 use crate::body;
 use crate::error::PageResult;
 use crate::extract::{CurrentMember, FormData, PagePath};
-use crate::flash;
+use crate::form::{self, Outcome};
 use crate::format;
 use crate::layout::Chrome;
 use crate::once;
@@ -170,17 +170,13 @@ pub(crate) async fn purge(
 ) -> PageResult<Response> {
     let queue = load_queue(&state, &member, &slug).await?;
     // A resubmitted purge would delete what arrived since: answered, not done again.
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
+    let act = async {
+        let message = match state.engine().purge_ready(queue.id, now_ms()).await? {
+            0 => "There were no waiting messages.".to_owned(),
+            1 => "Purged 1 waiting message.".to_owned(),
+            n => format!("Purged {} waiting messages.", format::count(n)),
+        };
+        Ok(Outcome::flash(format!("/queues/{slug}/messages"), message))
     };
-    let n = state.engine().purge_ready(queue.id, now_ms()).await?;
-    let message = match n {
-        0 => "There were no waiting messages.".to_owned(),
-        1 => "Purged 1 waiting message.".to_owned(),
-        n => format!("Purged {} waiting messages.", format::count(n)),
-    };
-    let location = format!("/queues/{slug}/messages");
-    claim.done(&state, &location).await?;
-    Ok(flash::redirect(&state, member.secure, &location, &message))
+    form::run(&state, &member, &form, act).await
 }

@@ -14,7 +14,7 @@ use crate::error::PageResult;
 use crate::extract::PagePath;
 use crate::extract::{CurrentMember, FormData};
 use crate::fields::{self, FieldErrors};
-use crate::flash;
+use crate::form::{self, Outcome};
 use crate::format;
 use crate::layout::Chrome;
 use crate::once;
@@ -210,10 +210,6 @@ pub(crate) async fn set(
     let timeout_seconds = optional(&mut errors, "timeout_seconds", form.get("timeout_seconds"));
     let concurrency = optional(&mut errors, "concurrency", form.get("concurrency"));
     if errors.is_empty() {
-        let claim = match once::claim(&state, &member, &form).await? {
-            Ok(claim) => claim,
-            Err(replayed) => return Ok(replayed),
-        };
         let input = PushInput {
             handler_url: form.get("handler_url").trim().to_owned(),
             mode: (!mode.is_empty()).then(|| mode.to_owned()),
@@ -222,23 +218,25 @@ pub(crate) async fn set(
             timeout_seconds,
             concurrency,
         };
-        match push::set(state.control(), member.id, &slug, input).await {
-            Ok(set) => {
-                return Ok(match set.signing_secret {
-                    Some(secret) => shown_secret(&state, &member, &slug, claim, &secret, false).await?,
+        let act = async {
+            match push::set(state.control(), member.id, &slug, input).await {
+                Ok(set) => match set.signing_secret {
+                    Some(secret) => shown_secret(&state, &member, &slug, &secret, false).await,
                     None => {
-                        let location = format!("/queues/{slug}/push");
-                        claim.done(&state, &location).await?;
                         let message = "Push target saved. Deliveries use it within a few seconds.";
-                        flash::redirect(&state, member.secure, &location, message)
+                        Ok(Outcome::flash(format!("/queues/{slug}/push"), message))
                     }
-                });
+                },
+                Err(err) => Ok(Outcome::invalid(
+                    async {
+                        let errors = FieldErrors::from_api(err, &FIELDS)?;
+                        push_page(&state, &member, &queue, Some(TargetForm::typed(&form)), errors).await
+                    }
+                    .await,
+                )),
             }
-            Err(err) => {
-                claim.release(&state).await?;
-                errors = FieldErrors::from_api(err, &FIELDS)?;
-            }
-        }
+        };
+        return form::run(&state, &member, &form, act).await;
     }
     let page = push_page(&state, &member, &queue, Some(TargetForm::typed(&form)), errors).await?;
     Ok((INVALID, page).into_response())

@@ -10,9 +10,10 @@ use crate::error::{ConsoleError, PageResult};
 use crate::extract::PagePath;
 use crate::extract::{CurrentMember, FormData};
 use crate::flash;
+use crate::form::{self, Outcome};
 use crate::format;
 use crate::layout::Chrome;
-use crate::once::{self, Claim};
+use crate::once;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::Queue;
@@ -58,14 +59,11 @@ pub(crate) async fn shown_secret(
     state: &ConsoleState,
     member: &CurrentMember,
     slug: &Slug,
-    claim: Claim,
     secret: &Secret,
     rotated: bool,
-) -> PageResult {
+) -> PageResult<Outcome> {
     let shown = once::stash_secret(state, member, secret.expose()).await?;
-    let location = format!("/queues/{slug}/push/secret?shown={shown}&rotated={rotated}");
-    claim.done(state, &location).await?;
-    Ok(flash::see_other(&location))
+    Ok(Outcome::see_other(format!("/queues/{slug}/push/secret?shown={shown}&rotated={rotated}")))
 }
 
 #[derive(serde::Deserialize)]
@@ -157,28 +155,25 @@ pub(crate) async fn act(
 ) -> PageResult {
     let action = Action::parse(&action)?;
     load_queue(&state, &member, &slug).await?;
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
+    let act = async {
+        if target(&state, &member, &slug).await?.is_none() {
+            return Ok(Outcome::NotDone(Ok(push_off(&state, &member, &slug))));
+        }
+        match action {
+            Action::Stop => {
+                push::stop(state.control(), member.id, &slug).await?;
+                let message = "Push stopped: the handler gets no more requests. Messages stay in the queue for \
+                               consumers, and the signing secret is forgotten.";
+                Ok(Outcome::flash(format!("/queues/{slug}/push"), message))
+            }
+            Action::RotateSecret => {
+                let set = push::rotate_secret(state.control(), member.id, &slug).await?;
+                let secret = set.signing_secret.ok_or_else(|| {
+                    ConsoleError::Internal(anyhow::anyhow!("the control plane rotated without a new secret"))
+                })?;
+                shown_secret(&state, &member, &slug, &secret, true).await
+            }
+        }
     };
-    if target(&state, &member, &slug).await?.is_none() {
-        claim.release(&state).await?;
-        return Ok(push_off(&state, &member, &slug));
-    }
-    match action {
-        Action::Stop => {
-            push::stop(state.control(), member.id, &slug).await?;
-            claim.done(&state, &format!("/queues/{slug}/push")).await?;
-            let message = "Push stopped: the handler gets no more requests. Messages stay in the queue for \
-                           consumers, and the signing secret is forgotten.";
-            Ok(flash::redirect(&state, member.secure, &format!("/queues/{slug}/push"), message))
-        }
-        Action::RotateSecret => {
-            let set = push::rotate_secret(state.control(), member.id, &slug).await?;
-            let secret = set.signing_secret.ok_or_else(|| {
-                ConsoleError::Internal(anyhow::anyhow!("the control plane rotated without a new secret"))
-            })?;
-            shown_secret(&state, &member, &slug, claim, &secret, true).await
-        }
-    }
+    form::run(&state, &member, &form, act).await
 }

@@ -8,6 +8,7 @@ use crate::extract::PagePath;
 use crate::extract::{CurrentMember, FormData};
 use crate::fields::{self, FieldErrors};
 use crate::flash;
+use crate::form::{self, Outcome};
 use crate::layout::Chrome;
 use crate::once;
 use crate::state::ConsoleState;
@@ -139,10 +140,6 @@ pub(crate) async fn update(
     }
     if errors.is_empty() {
         // A resubmitted old form would undo a later change: it is answered, not applied again.
-        let claim = match once::claim(&state, &member, &form).await? {
-            Ok(claim) => claim,
-            Err(replayed) => return Ok(replayed),
-        };
         let changes = QueueChanges {
             name,
             visibility_timeout_seconds: visibility,
@@ -150,29 +147,47 @@ pub(crate) async fn update(
             payload_size: payload,
             storage_limit: storage_mib.map(|mib| mib * MIB),
         };
-        match queues::update(state.control(), member.id, &slug, changes).await {
-            Ok(saved) => {
-                let location = format!("/queues/{slug}/settings");
-                claim.done(&state, &location).await?;
-                let message = if payload.is_some_and(|size| size > saved.payload_size) {
-                    "Settings saved. The add-on is waiting for Stripe: the larger size applies as soon as it is confirmed."
-                } else {
-                    "Settings saved."
-                };
-                return Ok(flash::redirect(&state, member.secure, &location, message));
-            }
-            Err(err) => {
-                claim.release(&state).await?;
-                match err {
-                    // No card on file: through Stripe Checkout, which brings the member back to Billing.
-                    ApiError::PaymentRequired { setup_url, .. } => return Ok(flash::see_other(&setup_url)),
-                    ApiError::OversizedMessagesStored { message, .. } => errors.add("payload_size", message),
-                    err => errors = FieldErrors::from_api(err, &FIELDS)?,
+        let act = async {
+            let err = match queues::update(state.control(), member.id, &slug, changes).await {
+                Ok(saved) => {
+                    let message = if payload.is_some_and(|size| size > saved.payload_size) {
+                        "Settings saved. The add-on is waiting for Stripe: the larger size applies as soon as it is confirmed."
+                    } else {
+                        "Settings saved."
+                    };
+                    return Ok(Outcome::flash(format!("/queues/{slug}/settings"), message));
                 }
+                Err(err) => err,
+            };
+            let mut errors = FieldErrors::default();
+            match err {
+                // No card on file: through Stripe Checkout, which brings the member back to Billing.
+                ApiError::PaymentRequired { setup_url, .. } => {
+                    return Ok(Outcome::NotDone(Ok(flash::see_other(&setup_url))));
+                }
+                ApiError::OversizedMessagesStored { message, .. } => errors.add("payload_size", message),
+                err => match FieldErrors::from_api(err, &FIELDS) {
+                    Ok(found) => errors = found,
+                    Err(err) => return Ok(Outcome::refused(err)),
+                },
             }
-        }
+            Ok(Outcome::invalid(Ok(typed_page(&state, &member, &queue, &form, payload, errors).await)))
+        };
+        return form::run(&state, &member, &form, act).await;
     }
-    let mut page = SettingsPage::new(&member, &queue);
+    Ok((INVALID, typed_page(&state, &member, &queue, &form, payload, errors).await).into_response())
+}
+
+/// The settings form again as it was sent, with its errors.
+async fn typed_page(
+    state: &ConsoleState,
+    member: &CurrentMember,
+    queue: &Queue,
+    form: &FormData,
+    payload: Option<u64>,
+    errors: FieldErrors,
+) -> SettingsPage {
+    let mut page = SettingsPage::new(member, queue);
     page.visibility = form.get("visibility_timeout_seconds").trim().to_owned();
     page.attempts = form.get("max_attempts").trim().to_owned();
     page.payload_options = payload_options(payload.unwrap_or(queue.payload_size));
@@ -181,8 +196,8 @@ pub(crate) async fn update(
         page.name = form.get("name").trim().to_owned();
     }
     page.errors = errors;
-    page.prices = prices(&state).await;
-    Ok((INVALID, page).into_response())
+    page.prices = prices(state).await;
+    page
 }
 
 pub(crate) async fn pause(
@@ -192,15 +207,12 @@ pub(crate) async fn pause(
     form: FormData,
 ) -> PageResult<Response> {
     load_queue(&state, &member, &slug).await?;
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
+    let act = async {
+        queues::pause(state.control(), member.id, &slug).await?;
+        let message = "Queue paused: publishes and deliveries are refused until you resume it.";
+        Ok(Outcome::flash(format!("/queues/{slug}/settings"), message))
     };
-    queues::pause(state.control(), member.id, &slug).await?;
-    let location = format!("/queues/{slug}/settings");
-    claim.done(&state, &location).await?;
-    let message = "Queue paused: publishes and deliveries are refused until you resume it.";
-    Ok(flash::redirect(&state, member.secure, &location, message))
+    form::run(&state, &member, &form, act).await
 }
 
 pub(crate) async fn resume(
@@ -210,14 +222,11 @@ pub(crate) async fn resume(
     form: FormData,
 ) -> PageResult<Response> {
     load_queue(&state, &member, &slug).await?;
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
+    let act = async {
+        queues::resume(state.control(), member.id, &slug).await?;
+        Ok(Outcome::flash(format!("/queues/{slug}/settings"), "Queue resumed."))
     };
-    queues::resume(state.control(), member.id, &slug).await?;
-    let location = format!("/queues/{slug}/settings");
-    claim.done(&state, &location).await?;
-    Ok(flash::redirect(&state, member.secure, &location, "Queue resumed."))
+    form::run(&state, &member, &form, act).await
 }
 
 pub(crate) async fn delete(

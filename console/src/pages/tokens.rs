@@ -2,12 +2,12 @@
 //! (the form redirects to a page that shows its secret once; a resubmission mints nothing: see
 //! `once`) and revoking one after a confirmation page (whose form is one-time too).
 
-use super::{INVALID, load_queue};
+use super::load_queue;
 use crate::error::{ConsoleError, PageResult};
 use crate::extract::PagePath;
 use crate::extract::{CurrentMember, FormData};
 use crate::fields::FieldErrors;
-use crate::flash;
+use crate::form::{self, Outcome};
 use crate::format;
 use crate::layout::Chrome;
 use crate::once;
@@ -143,28 +143,30 @@ pub(crate) async fn create(
     let name = form.get("name").trim().to_owned();
     let scopes = form.all("scopes");
     load_queue(&state, &member, &slug).await?;
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
-    };
     let input = NewToken { name: name.clone(), scopes: scopes.iter().map(|s| s.to_string()).collect() };
-    match tokens::mint(state.control(), member.id, &slug, input).await {
-        Ok(created) => {
-            // The name last: it is the one part that may hold any character.
-            let shown =
-                format!("{}\n{}\n{}", scopes_text(&created.token.scopes), created.secret.expose(), created.token.name);
-            let shown = once::stash_secret(&state, &member, &shown).await?;
-            let location = format!("/queues/{slug}/tokens/created?shown={shown}");
-            claim.done(&state, &location).await?;
-            Ok(flash::see_other(&location))
+    let act = async {
+        match tokens::mint(state.control(), member.id, &slug, input).await {
+            Ok(created) => {
+                // The name last: it is the one part that may hold any character.
+                let shown = format!(
+                    "{}\n{}\n{}",
+                    scopes_text(&created.token.scopes),
+                    created.secret.expose(),
+                    created.token.name
+                );
+                let shown = once::stash_secret(&state, &member, &shown).await?;
+                Ok(Outcome::see_other(format!("/queues/{slug}/tokens/created?shown={shown}")))
+            }
+            Err(err) => Ok(Outcome::invalid(
+                async {
+                    let errors = FieldErrors::from_api(err, &["name", "scopes"])?;
+                    tokens_page(&state, &member, &slug, name.clone(), &scopes, errors).await
+                }
+                .await,
+            )),
         }
-        Err(err) => {
-            claim.release(&state).await?;
-            let errors = FieldErrors::from_api(err, &["name", "scopes"])?;
-            let page = tokens_page(&state, &member, &slug, name, &scopes, errors).await?;
-            Ok((INVALID, page).into_response())
-        }
-    }
+    };
+    form::run(&state, &member, &form, act).await
 }
 
 /// Where minting lands: the token's secret on the first view; a reload says it was shown once.
@@ -222,17 +224,15 @@ pub(crate) async fn revoke(
     form: FormData,
 ) -> PageResult<Response> {
     let token = find_token(&state, &member, &slug, &id).await?;
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
+    let act = async {
+        if let Err(err) = tokens::revoke(state.control(), member.id, &slug, &id).await {
+            return Ok(Outcome::refused(err));
+        }
+        let message = format!(
+            "Token “{}” (…{}) revoked. Requests using it are refused from now on.",
+            token.name, token.last_four
+        );
+        Ok(Outcome::flash(format!("/queues/{slug}/tokens"), message))
     };
-    let location = format!("/queues/{slug}/tokens");
-    if let Err(err) = tokens::revoke(state.control(), member.id, &slug, &id).await {
-        claim.release(&state).await?;
-        return Err(err.into());
-    }
-    claim.done(&state, &location).await?;
-    let message =
-        format!("Token “{}” (…{}) revoked. Requests using it are refused from now on.", token.name, token.last_four);
-    Ok(flash::redirect(&state, member.secure, &location, &message))
+    form::run(&state, &member, &form, act).await
 }

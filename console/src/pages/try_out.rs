@@ -9,23 +9,22 @@ use super::{INVALID, load_queue};
 use crate::error::{ConsoleError, PageResult};
 use crate::extract::{CurrentMember, FormData, PagePath};
 use crate::fields::FieldErrors;
-use crate::flash;
+use crate::form::{self, Outcome};
 use crate::format;
 use crate::layout::Chrome;
 use crate::once;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::slug::Slug;
-use aqs_core::ids::{MessageId, QueueId};
+use aqs_core::ids::QueueId;
 use aqs_core::limits;
-use aqs_core::receipt::{AckHint, Receipt, StreamId, expiry_ms};
+use aqs_core::receipt::{AckHint, Receipt, expiry_ms};
 use aqs_core::time::now_ms;
 use aqs_engine::{ConsumeOutcome, MessageRef, NackResult, NewMessage, PublishOutcome};
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
 
 /// The longest nack error kept (the API keeps 1 KiB too).
 const ERROR_MAX_BYTES: usize = 1024;
@@ -137,68 +136,38 @@ pub(crate) async fn send(
             return Ok((INVALID, page).into_response());
         }
     };
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
-    };
-    let outcome = state.engine().publish(queue.id, std::slice::from_ref(&message), now_ms()).await;
-    let text = match outcome {
-        Ok(PublishOutcome::Stored(published)) => match published.first() {
-            Some(p) if message.delay_ms > 0 => {
-                format!("Sent message {}; it is delayed until {}.", p.id, format::instant(p.available_at_ms).human)
-            }
-            Some(p) => format!("Sent message {}.", p.id),
-            None => "Sent.".to_owned(),
-        },
-        Ok(refused) => {
+    let act = async {
+        let text = match state.engine().publish(queue.id, std::slice::from_ref(&message), now_ms()).await {
+            Ok(PublishOutcome::Stored(published)) => match published.first() {
+                Some(p) if message.delay_ms > 0 => {
+                    format!("Sent message {}; it is delayed until {}.", p.id, format::instant(p.available_at_ms).human)
+                }
+                Some(p) => format!("Sent message {}.", p.id),
+                None => "Sent.".to_owned(),
+            },
             // Nothing was stored: the same form may be sent again once the queue allows it.
-            claim.release(&state).await?;
-            let why = match refused {
-                PublishOutcome::Paused => "The queue is paused: resume it to send.",
-                PublishOutcome::StorageFull => "The queue's storage limit is reached: nothing was sent.",
-                PublishOutcome::TooLarge { .. } => "The body is larger than this queue accepts.",
-                _ => "The queue refused the message.",
-            };
-            return Err(ConsoleError::BadRequest(why.into()));
-        }
-        Err(err) => {
-            claim.release(&state).await?;
-            return Err(err.into());
-        }
-    };
-    let location = format!("/queues/{slug}/messages");
-    claim.done(&state, &location).await?;
-    Ok(flash::redirect(&state, member.secure, &location, &text))
-}
-
-/// A received delivery, kept on the server for its page and its ack or nack.
-#[derive(Serialize, Deserialize)]
-struct Held {
-    queue: String,
-    stream_id: String,
-    message: String,
-    delivery: u32,
-    base: u32,
-    bytes: u64,
-    idempotency_key: bool,
-    expires_at_ms: u64,
-}
-
-impl Held {
-    fn receipt(&self, queue: QueueId) -> Option<(Receipt, AckHint)> {
-        if self.queue != queue.to_string() {
-            return None;
-        }
-        let receipt = Receipt {
-            queue,
-            stream_id: StreamId::parse(&self.stream_id)?,
-            message: MessageId::parse(&self.message)?,
-            delivery: self.delivery,
-            expires_at_ms: self.expires_at_ms,
+            Ok(refused) => {
+                let why = match refused {
+                    PublishOutcome::Paused => "The queue is paused: resume it to send.",
+                    PublishOutcome::StorageFull => "The queue's storage limit is reached: nothing was sent.",
+                    PublishOutcome::TooLarge { .. } => "The body is larger than this queue accepts.",
+                    _ => "The queue refused the message.",
+                };
+                return Ok(Outcome::refused(ConsoleError::BadRequest(why.into())));
+            }
+            Err(err) => return Ok(Outcome::refused(err)),
         };
-        let hint = AckHint { base: self.base, stored_bytes: self.bytes, idempotency_key: self.idempotency_key };
-        Some((receipt, hint))
-    }
+        Ok(Outcome::flash(format!("/queues/{slug}/messages"), text))
+    };
+    form::run(&state, &member, &form, act).await
+}
+
+/// A held delivery's receipt, if it is still valid and of `queue`. The receipt is kept on the server
+/// encoded and tagged as the API hands it out (`aqs_core::receipt`), so its format has one owner
+/// and a version.
+fn held_receipt(state: &ConsoleState, held: &str, queue: QueueId) -> Option<(Receipt, Option<AckHint>)> {
+    let (receipt, hint) = state.receipts().decode_with_hint(held, now_ms()).ok()?;
+    (receipt.queue == queue).then_some((receipt, hint))
 }
 
 /// The Redis key of a held delivery: under the member, like a form's stashed secret.
@@ -210,14 +179,14 @@ fn internal(err: redis::RedisError) -> ConsoleError {
     ConsoleError::from(aqs_core::ApiError::from(err))
 }
 
-async fn load_held(state: &ConsoleState, member: &CurrentMember, id: &str) -> PageResult<Option<Held>> {
+async fn load_held(state: &ConsoleState, member: &CurrentMember, id: &str) -> PageResult<Option<String>> {
     if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(ConsoleError::NotFound);
     }
     let mut redis = state.control().redis();
     let text: Option<String> =
         redis::cmd("GET").arg(held_key(state, member, id)).query_async(&mut redis).await.map_err(internal)?;
-    Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+    Ok(text)
 }
 
 async fn forget_held(state: &ConsoleState, member: &CurrentMember, id: &str) -> PageResult<()> {
@@ -248,56 +217,43 @@ pub(crate) async fn receive(
             })?,
     };
     // A resubmitted receive would lease a second message: answered with the first one's page.
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
+    let act = async {
+        let now = now_ms();
+        let lease_ms = u64::from(visibility) * 1000;
+        let delivery = match state.engine().consume(queue.id, 1, lease_ms, now, 0).await {
+            Ok(ConsumeOutcome::Delivered { mut deliveries, .. }) => deliveries.pop(),
+            Ok(ConsumeOutcome::Paused) => {
+                return Ok(Outcome::refused(ConsoleError::BadRequest(
+                    "The queue is paused: resume it to receive.".into(),
+                )));
+            }
+            Ok(ConsumeOutcome::QueueMissing) => return Ok(Outcome::refused(ConsoleError::NotFound)),
+            Err(err) => return Ok(Outcome::refused(err)),
+        };
+        let Some(delivery) = delivery else {
+            return Ok(Outcome::flash(format!("/queues/{slug}/messages"), "No message was ready to receive."));
+        };
+        let expires_at_ms = expiry_ms(now, lease_ms);
+        let receipt = Receipt {
+            queue: queue.id,
+            stream_id: delivery.stream_id,
+            message: delivery.message,
+            delivery: delivery.attempts,
+            expires_at_ms,
+        };
+        let id = once::new_id();
+        let mut redis = state.control().redis();
+        redis::cmd("SET")
+            .arg(held_key(&state, &member, &id))
+            .arg(state.receipts().encode_with(&receipt, Some(delivery.hint)))
+            .arg("PX")
+            .arg(expires_at_ms - now)
+            .query_async::<()>(&mut redis)
+            .await
+            .map_err(internal)?;
+        Ok(Outcome::see_other(format!("/queues/{slug}/messages/received/{id}")))
     };
-    let now = now_ms();
-    let lease_ms = u64::from(visibility) * 1000;
-    let list = format!("/queues/{slug}/messages");
-    let delivery = match state.engine().consume(queue.id, 1, lease_ms, now, 0).await {
-        Ok(ConsumeOutcome::Delivered { mut deliveries, .. }) => deliveries.pop(),
-        Ok(ConsumeOutcome::Paused) => {
-            claim.release(&state).await?;
-            return Err(ConsoleError::BadRequest("The queue is paused: resume it to receive.".into()));
-        }
-        Ok(ConsumeOutcome::QueueMissing) => {
-            claim.release(&state).await?;
-            return Err(ConsoleError::NotFound);
-        }
-        Err(err) => {
-            claim.release(&state).await?;
-            return Err(err.into());
-        }
-    };
-    let Some(delivery) = delivery else {
-        claim.done(&state, &list).await?;
-        return Ok(flash::redirect(&state, member.secure, &list, "No message was ready to receive."));
-    };
-    let expires_at_ms = expiry_ms(now, lease_ms);
-    let held = Held {
-        queue: queue.id.to_string(),
-        stream_id: delivery.stream_id.to_string(),
-        message: delivery.message.to_string(),
-        delivery: delivery.attempts,
-        base: delivery.hint.base,
-        bytes: delivery.hint.stored_bytes,
-        idempotency_key: delivery.hint.idempotency_key,
-        expires_at_ms,
-    };
-    let id = once::new_id();
-    let mut redis = state.control().redis();
-    redis::cmd("SET")
-        .arg(held_key(&state, &member, &id))
-        .arg(serde_json::to_string(&held).map_err(|err| ConsoleError::Internal(err.into()))?)
-        .arg("PX")
-        .arg(expires_at_ms - now)
-        .query_async::<()>(&mut redis)
-        .await
-        .map_err(internal)?;
-    let location = format!("/queues/{slug}/messages/received/{id}");
-    claim.done(&state, &location).await?;
-    Ok(flash::see_other(&location))
+    form::run(&state, &member, &form, act).await
 }
 
 #[derive(Template, WebTemplate)]
@@ -322,7 +278,7 @@ pub(crate) async fn received(
     let held = load_held(&state, &member, &held_id).await?;
     let mut delivery = 0;
     let mut message = None;
-    if let Some((receipt, _)) = held.as_ref().and_then(|h| h.receipt(queue.id)) {
+    if let Some((receipt, _)) = held.and_then(|h| held_receipt(&state, &h, queue.id)) {
         delivery = receipt.delivery;
         let reference = MessageRef::Stream(receipt.stream_id.to_string());
         message = state
@@ -362,40 +318,39 @@ pub(crate) async fn settle(
         })?,
     };
     let error = truncate(form.get("error").trim(), ERROR_MAX_BYTES);
-    let claim = match once::claim(&state, &member, &form).await? {
-        Ok(claim) => claim,
-        Err(replayed) => return Ok(replayed),
-    };
-    let list = format!("/queues/{slug}/messages");
-    let held = load_held(&state, &member, &held_id).await?;
-    let Some((receipt, hint)) = held.as_ref().and_then(|h| h.receipt(queue.id)) else {
-        claim.done(&state, &list).await?;
-        return Ok(flash::redirect(&state, member.secure, &list, "This delivery is over: its receipt has expired."));
-    };
-    let now = now_ms();
-    let id = receipt.message;
-    let lost = format!(
-        "Message {id} was not settled: this delivery is no longer current (it was acknowledged, returned, \
-         redelivered or removed)."
-    );
-    let text = if action == "ack" {
-        match state.engine().ack_hinted(queue.id, &[receipt], &[Some(hint)], now).await?.first() {
-            Some(true) => format!("Acknowledged message {id}: it is deleted."),
-            _ => lost,
-        }
-    } else {
-        match state.engine().nack(queue.id, &[receipt], delay_secs * 1000, error, now).await?.first() {
-            Some(NackResult::Returned) if delay_secs > 0 => {
-                format!("Returned message {id}: it is due again in {}.", format::duration_secs(delay_secs))
+    let act = async {
+        let list = format!("/queues/{slug}/messages");
+        let held = load_held(&state, &member, &held_id).await?;
+        let Some((receipt, hint)) = held.and_then(|h| held_receipt(&state, &h, queue.id)) else {
+            return Ok(Outcome::flash(list, "This delivery is over: its receipt has expired."));
+        };
+        let now = now_ms();
+        let id = receipt.message;
+        let lost = format!(
+            "Message {id} was not settled: this delivery is no longer current (it was acknowledged, returned, \
+             redelivered or removed)."
+        );
+        let text = if action == "ack" {
+            match state.engine().ack_hinted(queue.id, &[receipt], &[hint], now).await?.first() {
+                Some(true) => format!("Acknowledged message {id}: it is deleted."),
+                _ => lost,
             }
-            Some(NackResult::Returned) => format!("Returned message {id}: it is ready again."),
-            Some(NackResult::DeadLettered) => format!("Message {id} used its last attempt: it is a dead letter now."),
-            _ => lost,
-        }
+        } else {
+            match state.engine().nack(queue.id, &[receipt], delay_secs * 1000, error, now).await?.first() {
+                Some(NackResult::Returned) if delay_secs > 0 => {
+                    format!("Returned message {id}: it is due again in {}.", format::duration_secs(delay_secs))
+                }
+                Some(NackResult::Returned) => format!("Returned message {id}: it is ready again."),
+                Some(NackResult::DeadLettered) => {
+                    format!("Message {id} used its last attempt: it is a dead letter now.")
+                }
+                _ => lost,
+            }
+        };
+        forget_held(&state, &member, &held_id).await?;
+        Ok(Outcome::flash(list, text))
     };
-    forget_held(&state, &member, &held_id).await?;
-    claim.done(&state, &list).await?;
-    Ok(flash::redirect(&state, member.secure, &list, &text))
+    form::run(&state, &member, &form, act).await
 }
 
 /// At most `max` bytes of `text`, cut at a character boundary.
