@@ -248,7 +248,8 @@ async fn a_size_change_that_fails_midway_changes_neither_the_add_on_nor_the_queu
     .await
     .unwrap();
     let outbox_rows = || async {
-        let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM billing_outbox").fetch_one(b.app.cp.db()).await.unwrap();
+        let rows: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM billing_outbox").fetch_one(b.app.cp.db()).await.unwrap();
         rows
     };
     let rows_before = outbox_rows().await;
@@ -259,7 +260,8 @@ async fn a_size_change_that_fails_midway_changes_neither_the_add_on_nor_the_queu
         .fetch_optional(b.app.cp.db())
         .await
         .unwrap();
-    let size = b.app.get(&session, &format!("/api/v1/queues/{slug}")).await.expect(200)["queue"]["payload_size"].clone();
+    let size =
+        b.app.get(&session, &format!("/api/v1/queues/{slug}")).await.expect(200)["queue"]["payload_size"].clone();
     assert_eq!((add_on, size), (Some(10 * MIB as i64), json!(10 * MIB)), "the add-on and the size stay as they were");
     assert_eq!(outbox_rows().await, rows_before, "no Stripe write is queued for a change that did not happen");
 }
