@@ -15,10 +15,9 @@
 //! the email is free for a new sign-up.
 
 use crate::billing::outbox;
-use crate::db_error::db_error;
-use crate::members::Member;
+use crate::members::{self, Member};
 use crate::state::ControlPlane;
-use crate::{domains, hosts, queues, sessions};
+use crate::{admin, domains, hosts, queues, sessions};
 use aqs_core::{ApiError, ApiResult};
 use serde::Deserialize;
 
@@ -69,35 +68,28 @@ pub async fn delete(cp: &ControlPlane, member: &Member, confirm: AccountDeletion
 /// Step 4: false when a live queue appeared since the queues were deleted.
 async fn close(cp: &ControlPlane, member: &Member) -> ApiResult<bool> {
     let id = member.id.as_uuid();
-    let mut tx = cp.db().begin().await.map_err(db_error)?;
-    sqlx::query("SELECT 1 FROM members WHERE id = $1 FOR UPDATE").bind(id).execute(&mut *tx).await.map_err(db_error)?;
+    let mut tx = cp.db().begin().await?;
+    sqlx::query("SELECT 1 FROM members WHERE id = $1 FOR UPDATE").bind(id).execute(&mut *tx).await?;
     let live: i64 = sqlx::query_scalar("SELECT count(*) FROM queues WHERE member_id = $1 AND deleted_at IS NULL")
         .bind(id)
         .fetch_one(&mut *tx)
-        .await
-        .map_err(db_error)?;
+        .await?;
     if live > 0 {
         return Ok(false);
     }
-    sqlx::query("DELETE FROM callback_urls WHERE member_id = $1").bind(id).execute(&mut *tx).await.map_err(db_error)?;
+    admin::remove_callback_urls(&mut tx, id).await?;
     let customer: Option<Option<String>> =
         sqlx::query_scalar("SELECT customer_id FROM billing_accounts WHERE member_id = $1")
             .bind(id)
             .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_error)?;
+            .await?;
     let has_customer = customer.flatten().is_some();
     if cp.billing().is_some() && has_customer {
         outbox::enqueue(&mut tx, member.id, "account deleted").await?;
     }
-    // Not a hash any password matches; login never reads it anyway (deleted members are skipped).
-    sqlx::query("UPDATE members SET deleted_at = now(), password_hash = '!deleted' WHERE id = $1")
-        .bind(id)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
+    members::tombstone(&mut tx, member.id).await?;
     sessions::revoke_all(&mut *tx, member.id).await?;
-    tx.commit().await.map_err(db_error)?;
+    tx.commit().await?;
     if let Some(billing) = cp.billing()
         && has_customer
     {

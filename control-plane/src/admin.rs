@@ -6,7 +6,6 @@
 //! under a remaining prefix: an authorisation withdrawn is withdrawn now, not at the next change.
 
 use crate::auth::AuthOperator;
-use crate::db_error::db_error;
 use crate::members::{self, Member};
 use crate::push;
 use crate::push_url;
@@ -37,19 +36,24 @@ pub async fn find_member(cp: &ControlPlane, _operator: &AuthOperator, email: &st
         .ok_or_else(|| ApiError::not_found("no member with this email"))
 }
 
+/// Removes every callback URL prefix of a member whose account is being deleted.
+pub(crate) async fn remove_callback_urls(tx: &mut sqlx::PgConnection, member: Uuid) -> ApiResult<()> {
+    sqlx::query("DELETE FROM callback_urls WHERE member_id = $1").bind(member).execute(&mut *tx).await?;
+    Ok(())
+}
+
 pub async fn list_callback_urls(
     cp: &ControlPlane,
     _operator: &AuthOperator,
     member: &str,
 ) -> ApiResult<Vec<CallbackUrl>> {
     let member = existing_member(cp, member).await?;
-    sqlx::query_as::<_, CallbackUrl>(
+    Ok(sqlx::query_as::<_, CallbackUrl>(
         "SELECT id, member_id, prefix, created_at FROM callback_urls WHERE member_id = $1 ORDER BY created_at, prefix",
     )
     .bind(member)
     .fetch_all(cp.db())
-    .await
-    .map_err(db_error)
+    .await?)
 }
 
 /// Authorises `prefix` (an http or https URL, normalised) for the member; 409 when it already is.
@@ -69,8 +73,7 @@ pub async fn add_callback_url(
     .bind(member)
     .bind(&prefix)
     .fetch_one(cp.db())
-    .await
-    .map_err(db_error)?;
+    .await?;
     tracing::info!(operator = %operator.id().as_uuid(), %member, %prefix, "callback URL authorised");
     Ok(added)
 }
@@ -91,8 +94,7 @@ pub async fn remove_callback_url(
             .bind(id)
             .bind(member)
             .fetch_optional(cp.db())
-            .await
-            .map_err(db_error)?
+            .await?
             .ok_or_else(not_found)?;
     tracing::info!(operator = %operator.id().as_uuid(), %member, %prefix, "callback URL withdrawn");
     stop_unauthorised(cp, member).await
@@ -107,8 +109,7 @@ async fn stop_unauthorised(cp: &ControlPlane, member: Uuid) -> ApiResult<Vec<Str
     )
     .bind(member)
     .fetch_all(cp.db())
-    .await
-    .map_err(db_error)?;
+    .await?;
     let mut stopped = Vec::new();
     for (queue, slug, handler_url) in targets {
         let covered =

@@ -2,7 +2,6 @@
 //! gets, changing the password, listing and ending sessions, and `AuthMember`, the extractor every
 //! authenticated route takes.
 
-use crate::db_error::db_error;
 use crate::members::{self, Member, MemberId, Role};
 use crate::password;
 use crate::sessions::{self, Session};
@@ -114,12 +113,12 @@ pub async fn change_password(cp: &ControlPlane, member: MemberId, change: Passwo
         return Err(ApiError::invalid("current_password: this is not your current password"));
     }
     let new_hash = password::hash(change.new_password).await?;
-    let mut tx = cp.db().begin().await.map_err(db_error)?;
+    let mut tx = cp.db().begin().await?;
     if !members::set_password_hash(&mut tx, member, &new_hash).await? {
         return Err(invalid_session());
     }
     let ended = sessions::revoke_all(&mut *tx, member).await?;
-    tx.commit().await.map_err(db_error)?;
+    tx.commit().await?;
     tracing::info!(member = %member.as_uuid(), ended, "password changed; every session ended");
     let found = members::find(cp.db(), member.as_uuid()).await?.ok_or_else(invalid_session)?;
     signed_in(cp, found).await
@@ -246,9 +245,7 @@ impl FromRequestParts<ControlPlane> for AuthOperator {
     async fn from_request_parts(parts: &mut Parts, cp: &ControlPlane) -> Result<Self, Self::Rejection> {
         match AuthMember::from_request_parts(parts, cp).await {
             Ok(AuthMember(member)) if member.role == Role::Operator => Ok(Self(member)),
-            Err(ApiError::ServiceUnavailable { message, retry_after_secs }) => {
-                Err(ApiError::ServiceUnavailable { message, retry_after_secs })
-            }
+            Err(outage @ ApiError::ServiceUnavailable { .. }) => Err(outage),
             _ => Err(ApiError::not_found("no such route")),
         }
     }

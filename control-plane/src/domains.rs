@@ -3,7 +3,6 @@
 //! verify, and the reconciler's periodic re-check of pending domains); custom hosts can then be
 //! added under it. A root domain may be proved by several members, each with their own value.
 
-use crate::db_error::db_error;
 use crate::members::MemberId;
 use crate::state::ControlPlane;
 use crate::timefmt;
@@ -93,8 +92,7 @@ pub async fn create(cp: &ControlPlane, member: MemberId, input: NewDomain) -> Ap
     .bind(&name)
     .bind(format!("aqs-verify={token}"))
     .fetch_one(cp.db())
-    .await
-    .map_err(db_error)?;
+    .await?;
     Ok(row.into_domain())
 }
 
@@ -103,8 +101,7 @@ pub async fn list(cp: &ControlPlane, member: MemberId) -> ApiResult<Vec<Domain>>
         sqlx::query_as::<_, DomainRow>(&format!("SELECT {COLUMNS} FROM domains WHERE member_id = $1 ORDER BY name"))
             .bind(member.as_uuid())
             .fetch_all(cp.db())
-            .await
-            .map_err(db_error)?;
+            .await?;
     Ok(rows.into_iter().map(DomainRow::into_domain).collect())
 }
 
@@ -117,8 +114,7 @@ async fn find(db: &PgPool, member: MemberId, id: Uuid) -> ApiResult<DomainRow> {
         .bind(member.as_uuid())
         .bind(id)
         .fetch_optional(db)
-        .await
-        .map_err(db_error)?
+        .await?
         .ok_or_else(not_found)
 }
 
@@ -128,8 +124,7 @@ pub async fn delete(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<
     let in_use: i64 = sqlx::query_scalar("SELECT count(*) FROM hosts WHERE domain_id = $1")
         .bind(domain.id)
         .fetch_one(cp.db())
-        .await
-        .map_err(db_error)?;
+        .await?;
     if in_use > 0 {
         return Err(ApiError::Conflict(format!(
             "{} still has {in_use} host(s); remove them before the domain",
@@ -140,8 +135,7 @@ pub async fn delete(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<
         sqlx::query("DELETE FROM domains WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM hosts WHERE domain_id = $1)")
             .bind(domain.id)
             .execute(cp.db())
-            .await
-            .map_err(db_error)?;
+            .await?;
     if removed.rows_affected() == 0 {
         return Err(ApiError::Conflict(format!("{} gained a host meanwhile; remove it first", domain.name)));
     }
@@ -182,8 +176,7 @@ pub(crate) async fn check(cp: &ControlPlane, domain: DomainRow) -> ApiResult<Dom
     .bind(verified)
     .bind(reason)
     .fetch_optional(cp.db())
-    .await
-    .map_err(db_error)?
+    .await?
     .ok_or_else(not_found)?;
     Ok(row)
 }
@@ -213,8 +206,7 @@ pub(crate) async fn verified_parent(db: &PgPool, member: MemberId, host: &str) -
         sqlx::query_as("SELECT id, name FROM domains WHERE member_id = $1 AND status = 'verified'")
             .bind(member.as_uuid())
             .fetch_all(db)
-            .await
-            .map_err(db_error)?;
+            .await?;
     Ok(rows
         .into_iter()
         .filter(|(_, name)| host != name && hostname::is_under(host, name))

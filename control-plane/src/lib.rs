@@ -26,7 +26,6 @@ pub mod admin;
 pub mod auth;
 pub mod billing;
 mod database;
-mod db_error;
 pub mod domains;
 pub mod hosts;
 pub mod members;

@@ -1,7 +1,6 @@
 //! Members: the accounts that own queues. `MemberId` can only be obtained from a verified session
 //! or a fresh sign-up/login, and every service function that touches tenant data takes it first.
 
-use crate::db_error::db_error;
 use crate::timefmt;
 use anyhow::bail;
 use aqs_core::ApiResult;
@@ -71,9 +70,9 @@ impl From<MemberRow> for Member {
     }
 }
 
-/// Inserts a member; a taken email (in any letter case) is a 409 through `db_error`.
+/// Inserts a member; a taken email (in any letter case) is a 409 (`From<sqlx::Error> for ApiError`).
 pub(crate) async fn insert(db: &PgPool, email: &str, password_hash: &str, role: Role) -> ApiResult<Member> {
-    sqlx::query_as::<_, MemberRow>(
+    Ok(sqlx::query_as::<_, MemberRow>(
         "INSERT INTO members (id, email, password_hash, role) VALUES ($1, $2, $3, $4)
          RETURNING id, email, role, created_at",
     )
@@ -83,8 +82,7 @@ pub(crate) async fn insert(db: &PgPool, email: &str, password_hash: &str, role: 
     .bind(role.as_str())
     .fetch_one(db)
     .await
-    .map(Member::from)
-    .map_err(db_error)
+    .map(Member::from)?)
 }
 
 /// The member with this (normalised) email and their password hash.
@@ -101,30 +99,38 @@ pub(crate) async fn find_with_hash(db: &PgPool, email: &str) -> ApiResult<Option
     )
     .bind(email)
     .fetch_optional(db)
-    .await
-    .map_err(db_error)?;
+    .await?;
     Ok(row.map(|row| (Member::from(row.member), row.password_hash)))
 }
 
 /// The member with this id, unless their account was deleted.
 pub(crate) async fn find(db: &PgPool, id: Uuid) -> ApiResult<Option<Member>> {
-    sqlx::query_as::<_, MemberRow>(
+    Ok(sqlx::query_as::<_, MemberRow>(
         "SELECT id, email, role, created_at FROM members WHERE id = $1 AND deleted_at IS NULL",
     )
     .bind(id)
     .fetch_optional(db)
-    .await
-    .map(|row| row.map(Member::from))
-    .map_err(db_error)
+    .await?
+    .map(Member::from))
 }
 
 /// The password hash of live member `id`.
 pub(crate) async fn password_hash(db: &PgPool, id: MemberId) -> ApiResult<Option<String>> {
-    sqlx::query_scalar("SELECT password_hash FROM members WHERE id = $1 AND deleted_at IS NULL")
+    Ok(sqlx::query_scalar("SELECT password_hash FROM members WHERE id = $1 AND deleted_at IS NULL")
         .bind(id.as_uuid())
         .fetch_optional(db)
-        .await
-        .map_err(db_error)
+        .await?)
+}
+
+/// Turns the member's row into a tombstone: the id stays (billing's rows point at it), the email
+/// is free for a new sign-up, and no password matches.
+pub(crate) async fn tombstone(tx: &mut sqlx::PgConnection, id: MemberId) -> ApiResult<()> {
+    // Not a hash any password matches; login never reads it anyway (deleted members are skipped).
+    sqlx::query("UPDATE members SET deleted_at = now(), password_hash = '!deleted' WHERE id = $1")
+        .bind(id.as_uuid())
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
 }
 
 /// Replaces the password hash of live member `id`; false when the member is gone.
@@ -133,8 +139,7 @@ pub(crate) async fn set_password_hash(tx: &mut sqlx::PgConnection, id: MemberId,
         .bind(id.as_uuid())
         .bind(hash)
         .execute(tx)
-        .await
-        .map_err(db_error)?
+        .await?
         .rows_affected();
     Ok(updated == 1)
 }

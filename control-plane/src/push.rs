@@ -10,7 +10,6 @@
 //! - Push and pull exclude each other: consume on a pushed queue is 409 `push_enabled` (data
 //!   plane), and turning push on while pull consumers hold live leases is 409 `conflict`.
 
-use crate::db_error::db_error;
 use crate::members::MemberId;
 use crate::projection::{self, ProjectedPush};
 use crate::push_url;
@@ -230,11 +229,10 @@ pub async fn callback_urls(cp: &ControlPlane, member: MemberId) -> ApiResult<Vec
 }
 
 pub(crate) async fn prefixes_of(cp: &ControlPlane, member: Uuid) -> ApiResult<Vec<String>> {
-    sqlx::query_scalar("SELECT prefix FROM callback_urls WHERE member_id = $1 ORDER BY created_at, prefix")
+    Ok(sqlx::query_scalar("SELECT prefix FROM callback_urls WHERE member_id = $1 ORDER BY created_at, prefix")
         .bind(member)
         .fetch_all(cp.db())
-        .await
-        .map_err(db_error)
+        .await?)
 }
 
 /// Sets (creates or replaces) the queue's push target.
@@ -246,7 +244,7 @@ pub async fn set(cp: &ControlPlane, member: MemberId, slug: &Slug, input: PushIn
     if find(cp, queue.id).await?.is_none() {
         refuse_if_pulled(cp, queue.id).await?;
     }
-    let mut tx = cp.db().begin().await.map_err(db_error)?;
+    let mut tx = cp.db().begin().await?;
     let revision = bump_revision(&mut tx, queue.id).await?;
     let secret = limits::generate_secret();
     // xmax = 0 only on a freshly inserted row: that is when the new secret was kept.
@@ -275,11 +273,10 @@ pub async fn set(cp: &ControlPlane, member: MemberId, slug: &Slug, input: PushIn
         .bind(checked.concurrency as i32)
         .bind(&secret)
         .fetch_one(&mut *tx)
-        .await
-        .map_err(db_error)?;
+        .await?;
         (upserted.row, upserted.inserted)
     };
-    tx.commit().await.map_err(db_error)?;
+    tx.commit().await?;
     tracing::info!(queue = %queue.id, mode = checked.mode.as_str(), created = inserted, "push target set");
     project(cp, &row, &queue.slug, revision).await?;
     Ok(PushSet { push: row.target(), signing_secret: inserted.then(|| Secret::new(secret)), created: inserted })
@@ -316,18 +313,17 @@ pub async fn stop(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult
 
 /// Deletes the queue's push target and its projection; false when it had none.
 pub(crate) async fn remove_target(cp: &ControlPlane, queue: QueueId) -> ApiResult<bool> {
-    let mut tx = cp.db().begin().await.map_err(db_error)?;
+    let mut tx = cp.db().begin().await?;
     let revision = bump_revision(&mut tx, queue).await?;
     let deleted = sqlx::query("DELETE FROM push_targets WHERE queue_id = $1")
         .bind(queue.0)
         .execute(&mut *tx)
-        .await
-        .map_err(db_error)?
+        .await?
         .rows_affected();
     if deleted == 0 {
         return Ok(false);
     }
-    tx.commit().await.map_err(db_error)?;
+    tx.commit().await?;
     projection::remove_push(&mut cp.redis(), cp.keys(), queue, Some(revision)).await.map_err(projection::failed)?;
     Ok(true)
 }
@@ -337,7 +333,7 @@ pub(crate) async fn remove_target(cp: &ControlPlane, queue: QueueId) -> ApiResul
 pub async fn rotate_secret(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<PushSet> {
     let queue = queues::get(cp, member, slug).await?;
     let secret = limits::generate_secret();
-    let mut tx = cp.db().begin().await.map_err(db_error)?;
+    let mut tx = cp.db().begin().await?;
     let revision = bump_revision(&mut tx, queue.id).await?;
     let row = sqlx::query_as::<_, PushRow>(&format!(
         "UPDATE push_targets SET previous_secret = secret, previous_until = now() + make_interval(secs => $3),
@@ -348,10 +344,9 @@ pub async fn rotate_secret(cp: &ControlPlane, member: MemberId, slug: &Slug) -> 
     .bind(&secret)
     .bind((limits::SECRET_OVERLAP_MS / 1000) as f64)
     .fetch_optional(&mut *tx)
-    .await
-    .map_err(db_error)?
+    .await?
     .ok_or_else(not_set)?;
-    tx.commit().await.map_err(db_error)?;
+    tx.commit().await?;
     tracing::info!(queue = %queue.id, "push signing secret rotated");
     project(cp, &row, &queue.slug, revision).await?;
     Ok(PushSet { push: row.target(), signing_secret: Some(Secret::new(secret)), created: false })
@@ -378,26 +373,15 @@ pub async fn deliveries(cp: &ControlPlane, member: MemberId, slug: &Slug) -> Api
 }
 
 async fn find(cp: &ControlPlane, queue: QueueId) -> ApiResult<Option<PushRow>> {
-    sqlx::query_as::<_, PushRow>(&format!("SELECT {COLUMNS} FROM push_targets WHERE queue_id = $1"))
+    Ok(sqlx::query_as::<_, PushRow>(&format!("SELECT {COLUMNS} FROM push_targets WHERE queue_id = $1"))
         .bind(queue.0)
         .fetch_optional(cp.db())
-        .await
-        .map_err(db_error)
+        .await?)
 }
 
-/// Every push change bumps the queue's revision in its transaction: the projection writes of two
-/// racing changes land in commit order (`projection`). The row lock also holds off a concurrent
-/// delete of the queue until the change is committed.
+/// Every push change bumps the queue's revision in its transaction (`queues::store::bump_revision`).
 async fn bump_revision(tx: &mut PgConnection, queue: QueueId) -> ApiResult<u64> {
-    let revision: i64 = sqlx::query_scalar(
-        "UPDATE queues SET revision = revision + 1 WHERE id = $1 AND deleted_at IS NULL RETURNING revision",
-    )
-    .bind(queue.0)
-    .fetch_optional(tx)
-    .await
-    .map_err(db_error)?
-    .ok_or_else(queues::not_found)?;
-    Ok(revision as u64)
+    queues::store::bump_revision(tx, queue).await?.ok_or_else(queues::not_found)
 }
 
 async fn project(cp: &ControlPlane, row: &PushRow, slug: &str, revision: u64) -> ApiResult<()> {

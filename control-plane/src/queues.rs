@@ -2,12 +2,10 @@
 //! takes the authenticated member first and only ever sees that member's queues: another member's
 //! queue is "not found", never "forbidden", so its existence is not revealed.
 
-use crate::billing::add_ons::{self, PayloadChange};
+use crate::billing::add_ons::{self, SizeChange};
 use crate::billing::outbox;
-use crate::db_error::db_error;
 use crate::members::MemberId;
 use crate::projection;
-use crate::queue_settings::Settings;
 pub use crate::queue_settings::{NewQueue, QueueChanges};
 use crate::slug::{self, Slug};
 use crate::state::ControlPlane;
@@ -20,13 +18,13 @@ use aqs_core::token::Scope;
 use aqs_core::{ApiError, ApiResult};
 use chrono::{DateTime, Utc};
 use serde::{Serialize, Serializer};
-use sqlx::{PgConnection, PgPool};
-use uuid::Uuid;
+use sqlx::PgPool;
+
+pub(crate) mod store;
+pub(crate) use store::{COLUMNS, QueueRow};
 
 /// The name of the token every new queue starts with.
 pub const FIRST_TOKEN_NAME: &str = "default";
-/// Tries at a free slug before giving up; with 36^4 suffixes a second try almost never fails.
-const SLUG_TRIES: usize = 8;
 
 #[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct Queue {
@@ -70,42 +68,6 @@ impl Queue {
     }
 }
 
-pub(crate) const COLUMNS: &str = "id, name, slug, visibility_timeout_seconds, max_attempts, payload_size, \
-     storage_limit, paused, created_at, revision";
-
-#[derive(sqlx::FromRow)]
-pub(crate) struct QueueRow {
-    id: Uuid,
-    name: String,
-    slug: String,
-    visibility_timeout_seconds: i32,
-    max_attempts: i32,
-    payload_size: i64,
-    storage_limit: i64,
-    paused: bool,
-    created_at: DateTime<Utc>,
-    revision: i64,
-}
-
-impl QueueRow {
-    pub(crate) fn into_queue(self, public_url: &str) -> Queue {
-        // The CHECK constraints in migrations/ keep every number positive and in range.
-        Queue {
-            id: QueueId(self.id),
-            address: format!("{public_url}/queue/v1/{}", self.slug),
-            name: self.name,
-            slug: Slug::stored(self.slug),
-            visibility_timeout_seconds: self.visibility_timeout_seconds as u32,
-            max_attempts: self.max_attempts as u32,
-            payload_size: self.payload_size as u64,
-            storage_limit: self.storage_limit as u64,
-            paused: self.paused,
-            created_at: self.created_at,
-            revision: self.revision as u64,
-        }
-    }
-}
-
 /// Creates a queue and its first token (every scope); the token's secret is in the answer only.
 pub async fn create(cp: &ControlPlane, member: MemberId, input: NewQueue) -> ApiResult<(Queue, CreatedToken)> {
     let settings = input.check()?;
@@ -118,28 +80,29 @@ pub async fn create(cp: &ControlPlane, member: MemberId, input: NewQueue) -> Api
     let base = slug::derive(&settings.name).ok_or_else(|| {
         ApiError::invalid("name: include at least one letter a-z or digit; the queue's address is made from them")
     })?;
-    let mut tx = cp.db().begin().await.map_err(db_error)?;
+    let mut tx = cp.db().begin().await?;
     // Locking the member's row serialises their creates, so two concurrent requests cannot both
     // count nine queues and make eleven, and a create cannot slip past an account's deletion.
     sqlx::query("SELECT 1 FROM members WHERE id = $1 AND deleted_at IS NULL FOR UPDATE")
         .bind(member.as_uuid())
         .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_error)?
+        .await?
         .ok_or_else(|| ApiError::Unauthorized("this member no longer exists".into()))?;
     let live: i64 = sqlx::query_scalar("SELECT count(*) FROM queues WHERE member_id = $1 AND deleted_at IS NULL")
         .bind(member.as_uuid())
         .fetch_one(&mut *tx)
-        .await
-        .map_err(db_error)?;
+        .await?;
     if live >= QUEUES_PER_MEMBER {
         return Err(ApiError::QueueLimitReached(format!(
             "a member may have at most {QUEUES_PER_MEMBER} queues; delete one to create another"
         )));
     }
-    let queue = insert_with_free_slug(&mut tx, member, &settings, &base).await?.into_queue(cp.public_url());
+    let queue = store::insert_with_free_slug(&mut tx, member, &settings, &base)
+        .await?
+        .ok_or_else(|| ApiError::Conflict("could not find a free address for this name; choose another name".into()))?
+        .into_queue(cp.public_url());
     let token = tokens::insert(&mut tx, queue.id, FIRST_TOKEN_NAME, &Scope::ALL).await?;
-    tx.commit().await.map_err(db_error)?;
+    tx.commit().await?;
     tracing::info!(queue = %queue.id, slug = %queue.slug, "queue created");
 
     let projected = token.projected(queue.id);
@@ -152,50 +115,8 @@ pub async fn create(cp: &ControlPlane, member: MemberId, input: NewQueue) -> Api
     Ok((queue, token))
 }
 
-/// Inserts the queue under `base`, or under `base-xxxx` when a live queue holds `base`. ON CONFLICT
-/// DO NOTHING keeps the transaction usable after a collision (a unique violation would abort it),
-/// and the unique index makes the choice race-free across members.
-async fn insert_with_free_slug(
-    tx: &mut PgConnection,
-    member: MemberId,
-    settings: &Settings,
-    base: &str,
-) -> ApiResult<QueueRow> {
-    for attempt in 0..SLUG_TRIES {
-        let candidate = if attempt == 0 { base.to_owned() } else { slug::with_random_suffix(base) };
-        let inserted = sqlx::query_as::<_, QueueRow>(&format!(
-            "INSERT INTO queues (id, member_id, name, slug, visibility_timeout_seconds, max_attempts, payload_size,
-                                 storage_limit)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-             ON CONFLICT (slug) WHERE deleted_at IS NULL DO NOTHING
-             RETURNING {COLUMNS}"
-        ))
-        .bind(Uuid::new_v4())
-        .bind(member.as_uuid())
-        .bind(&settings.name)
-        .bind(&candidate)
-        .bind(settings.visibility_timeout_seconds as i32)
-        .bind(settings.max_attempts as i32)
-        .bind(settings.payload_size as i64)
-        .bind(settings.storage_limit as i64)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        if let Some(row) = inserted {
-            return Ok(row);
-        }
-    }
-    Err(ApiError::Conflict("could not find a free address for this name; choose another name".into()))
-}
-
 pub async fn list(cp: &ControlPlane, member: MemberId) -> ApiResult<Vec<Queue>> {
-    let rows = sqlx::query_as::<_, QueueRow>(&format!(
-        "SELECT {COLUMNS} FROM queues WHERE member_id = $1 AND deleted_at IS NULL ORDER BY created_at, slug"
-    ))
-    .bind(member.as_uuid())
-    .fetch_all(cp.db())
-    .await
-    .map_err(db_error)?;
+    let rows = store::list(cp.db(), member).await?;
     Ok(rows.into_iter().map(|row| row.into_queue(cp.public_url())).collect())
 }
 
@@ -205,15 +126,7 @@ pub async fn get(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<
 
 /// The member's live queue with this slug, or 404.
 pub(crate) async fn find(db: &PgPool, member: MemberId, slug: &Slug) -> ApiResult<QueueRow> {
-    sqlx::query_as::<_, QueueRow>(&format!(
-        "SELECT {COLUMNS} FROM queues WHERE member_id = $1 AND slug = $2 AND deleted_at IS NULL"
-    ))
-    .bind(member.as_uuid())
-    .bind(slug.as_str())
-    .fetch_optional(db)
-    .await
-    .map_err(db_error)?
-    .ok_or_else(not_found)
+    store::find(db, member, slug).await?.ok_or_else(not_found)
 }
 
 pub(crate) fn not_found() -> ApiError {
@@ -228,40 +141,27 @@ pub(crate) fn not_found() -> ApiError {
 /// the answer still shows the old size and the billing outbox applies the new one later.
 pub async fn update(cp: &ControlPlane, member: MemberId, slug: &Slug, changes: QueueChanges) -> ApiResult<Queue> {
     let mut changes = changes.check()?;
-    let mut awaiting_stripe = false;
+    // Billing decides (asking the data plane and Stripe) before the transaction opens; its rows
+    // and the queue's size are then written in one transaction, so neither changes alone.
+    let mut size_change = None;
     if let Some(requested) = changes.payload_size {
-        let current = find(cp.db(), member, slug).await?.into_queue(cp.public_url());
-        match add_ons::prepare(cp, member, &current, requested).await? {
-            PayloadChange::ApplyNow(size) => changes.payload_size = Some(size),
-            PayloadChange::AwaitStripe => {
-                changes.payload_size = None;
-                awaiting_stripe = true;
-            }
-        }
+        let current = find(cp.db(), member, slug).await?;
+        let current = current.into_queue(cp.public_url());
+        let change = add_ons::prepare(cp, member, current.id, current.payload_size, requested).await?;
+        changes.payload_size = change.size_now();
+        size_change = Some(change);
     }
-    let row = sqlx::query_as::<_, QueueRow>(&format!(
-        "UPDATE queues SET name = COALESCE($3, name),
-                           visibility_timeout_seconds = COALESCE($4, visibility_timeout_seconds),
-                           max_attempts = COALESCE($5, max_attempts),
-                           payload_size = COALESCE($6, payload_size),
-                           storage_limit = COALESCE($7, storage_limit),
-                           revision = revision + 1, updated_at = now()
-         WHERE member_id = $1 AND slug = $2 AND deleted_at IS NULL
-         RETURNING {COLUMNS}"
-    ))
-    .bind(member.as_uuid())
-    .bind(slug.as_str())
-    .bind(changes.name)
-    .bind(changes.visibility_timeout_seconds.map(|v| v as i32))
-    .bind(changes.max_attempts.map(|v| v as i32))
-    .bind(changes.payload_size.map(|v| v as i64))
-    .bind(changes.storage_limit.map(|v| v as i64))
-    .fetch_optional(cp.db())
-    .await
-    .map_err(db_error)?
-    .ok_or_else(not_found)?;
+    let mut tx = cp.db().begin().await?;
+    if let Some(change) = &size_change {
+        change.record(&mut tx).await?;
+    }
+    let row = store::update(&mut tx, member, slug, changes).await?.ok_or_else(not_found)?;
+    tx.commit().await?;
+    if let Some(change) = &size_change {
+        change.committed(cp);
+    }
     let queue = project_update(cp, row.into_queue(cp.public_url())).await?;
-    if !awaiting_stripe {
+    if !size_change.as_ref().is_some_and(SizeChange::awaits_stripe) {
         return Ok(queue);
     }
     // A failure is logged and the outbox retries; the answer then shows the size still unpaid.
@@ -281,17 +181,7 @@ pub async fn resume(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResu
 }
 
 async fn set_paused(cp: &ControlPlane, member: MemberId, slug: &Slug, paused: bool) -> ApiResult<Queue> {
-    let row = sqlx::query_as::<_, QueueRow>(&format!(
-        "UPDATE queues SET paused = $3, revision = revision + 1, updated_at = now()
-         WHERE member_id = $1 AND slug = $2 AND deleted_at IS NULL RETURNING {COLUMNS}"
-    ))
-    .bind(member.as_uuid())
-    .bind(slug.as_str())
-    .bind(paused)
-    .fetch_optional(cp.db())
-    .await
-    .map_err(db_error)?
-    .ok_or_else(not_found)?;
+    let row = store::set_paused(&mut *cp.db().acquire().await?, member, slug, paused).await?.ok_or_else(not_found)?;
     project_update(cp, row.into_queue(cp.public_url())).await
 }
 
@@ -304,21 +194,12 @@ async fn project_update(cp: &ControlPlane, queue: Queue) -> ApiResult<Queue> {
 /// Soft-deletes the queue (its row stays, its slug is freed), revokes its tokens, and removes it
 /// and all its messages from Redis.
 pub async fn delete(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<()> {
-    let mut tx = cp.db().begin().await.map_err(db_error)?;
-    let (id, slug): (Uuid, String) = sqlx::query_as(
-        "UPDATE queues SET deleted_at = now(), updated_at = now()
-         WHERE member_id = $1 AND slug = $2 AND deleted_at IS NULL RETURNING id, slug",
-    )
-    .bind(member.as_uuid())
-    .bind(slug.as_str())
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(db_error)?
-    .ok_or_else(not_found)?;
+    let mut tx = cp.db().begin().await?;
+    let (id, slug) = store::soft_delete(&mut tx, member, slug).await?.ok_or_else(not_found)?;
     let hashes = tokens::revoke_all(&mut tx, id).await?;
     // Stripe is never asked here: the outbox stops the add-on, so an outage cannot block this.
     add_ons::queue_deleted(&mut tx, cp, member, id).await?;
-    tx.commit().await.map_err(db_error)?;
+    tx.commit().await?;
     tracing::info!(queue = %QueueId(id), %slug, "queue deleted");
     if let Some(billing) = cp.billing() {
         billing.kick();

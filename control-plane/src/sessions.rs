@@ -6,7 +6,6 @@
 //! Rows past their expiry serve nothing; each new session deletes up to [`SWEEP_BATCH`] of them
 //! (anyone's), so the table never holds more than a batch per log-in of dead rows.
 
-use crate::db_error::db_error;
 use crate::members::{Member, MemberId, MemberRow};
 use crate::session::SESSION_SECS;
 use aqs_core::ApiResult;
@@ -40,8 +39,7 @@ pub(crate) async fn start(db: &PgPool, member: MemberId) -> ApiResult<(Uuid, i64
         .bind(member.as_uuid())
         .bind(expires)
         .execute(db)
-        .await
-        .map_err(db_error)?;
+        .await?;
     sweep_expired(db).await?;
     Ok((id, issued))
 }
@@ -55,8 +53,7 @@ pub(crate) async fn sweep_expired(db: &PgPool) -> ApiResult<u64> {
     )
     .bind(SWEEP_BATCH)
     .execute(db)
-    .await
-    .map_err(db_error)?
+    .await?
     .rows_affected();
     Ok(deleted)
 }
@@ -69,8 +66,7 @@ pub(crate) async fn list(db: &PgPool, member: MemberId, current: Uuid) -> ApiRes
     )
     .bind(member.as_uuid())
     .fetch_all(db)
-    .await
-    .map_err(db_error)?;
+    .await?;
     Ok(rows
         .into_iter()
         .map(|(id, created_at, expires_at)| Session { id, created_at, expires_at, current: id == current })
@@ -79,7 +75,7 @@ pub(crate) async fn list(db: &PgPool, member: MemberId, current: Uuid) -> ApiRes
 
 /// The member of session `sid`, if the session is theirs, unrevoked and unexpired.
 pub(crate) async fn live_member(db: &PgPool, member: Uuid, sid: Uuid) -> ApiResult<Option<Member>> {
-    sqlx::query_as::<_, MemberRow>(
+    Ok(sqlx::query_as::<_, MemberRow>(
         "SELECT m.id, m.email, m.role, m.created_at FROM sessions s JOIN members m ON m.id = s.member_id
          WHERE s.id = $1 AND s.member_id = $2 AND s.revoked_at IS NULL AND s.expires_at > now()
            AND m.deleted_at IS NULL",
@@ -87,9 +83,8 @@ pub(crate) async fn live_member(db: &PgPool, member: Uuid, sid: Uuid) -> ApiResu
     .bind(sid)
     .bind(member)
     .fetch_optional(db)
-    .await
-    .map(|row| row.map(Member::from))
-    .map_err(db_error)
+    .await?
+    .map(Member::from))
 }
 
 /// Ends session `sid` of `member`; false when it was not live (already ended or expired).
@@ -101,8 +96,7 @@ pub(crate) async fn revoke(db: &PgPool, member: Uuid, sid: Uuid) -> ApiResult<bo
     .bind(sid)
     .bind(member)
     .execute(db)
-    .await
-    .map_err(db_error)?
+    .await?
     .rows_affected();
     Ok(ended == 1)
 }
@@ -112,8 +106,7 @@ pub(crate) async fn revoke_all<'e>(db: impl PgExecutor<'e>, member: MemberId) ->
     let ended = sqlx::query("UPDATE sessions SET revoked_at = now() WHERE member_id = $1 AND revoked_at IS NULL")
         .bind(member.as_uuid())
         .execute(db)
-        .await
-        .map_err(db_error)?
+        .await?
         .rows_affected();
     Ok(ended)
 }

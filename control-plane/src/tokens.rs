@@ -4,7 +4,6 @@
 //!
 //! Listings show revoked tokens too, with `revoked_at` set, so a member can see what was cut off.
 
-use crate::db_error::db_error;
 use crate::members::MemberId;
 use crate::projection::{self, ProjectedToken};
 use crate::queues;
@@ -106,7 +105,7 @@ impl From<TokenRow> for Token {
 pub async fn mint(cp: &ControlPlane, member: MemberId, slug: &Slug, input: NewToken) -> ApiResult<CreatedToken> {
     let name = check_name(&input.name)?;
     let scopes = check_scopes(&input.scopes)?;
-    let mut tx = cp.db().begin().await.map_err(db_error)?;
+    let mut tx = cp.db().begin().await?;
     // FOR SHARE holds off a concurrent delete of the queue until this token is committed, so the
     // delete then sees (and revokes) it; a queue deleted first is not found here.
     let queue: Uuid =
@@ -114,11 +113,10 @@ pub async fn mint(cp: &ControlPlane, member: MemberId, slug: &Slug, input: NewTo
             .bind(member.as_uuid())
             .bind(slug.as_str())
             .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_error)?
+            .await?
             .ok_or_else(queues::not_found)?;
     let token = insert(&mut tx, QueueId(queue), &name, &scopes).await?;
-    tx.commit().await.map_err(db_error)?;
+    tx.commit().await?;
 
     let projected = token.projected(QueueId(queue));
     projection::put_token(&mut cp.redis(), cp.keys(), &projected).await.map_err(projection::failed)?;
@@ -146,8 +144,7 @@ pub(crate) async fn insert(
     .bind(secret.hash())
     .bind(secret.last_four())
     .fetch_one(tx)
-    .await
-    .map_err(db_error)?;
+    .await?;
     Ok(CreatedToken { token: row.into(), secret })
 }
 
@@ -160,8 +157,7 @@ pub async fn list(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult
     ))
     .bind(queue.id.0)
     .fetch_all(cp.db())
-    .await
-    .map_err(db_error)?;
+    .await?;
     let used = last_used(cp, queue.id).await;
     Ok(rows
         .into_iter()
@@ -201,8 +197,7 @@ pub async fn revoke(cp: &ControlPlane, member: MemberId, slug: &Slug, token_id: 
     .bind(slug.as_str())
     .bind(id)
     .fetch_optional(cp.db())
-    .await
-    .map_err(db_error)?
+    .await?
     .ok_or_else(not_found)?;
     projection::remove_token(&mut cp.redis(), cp.keys(), &hash).await.map_err(projection::failed)?;
     cp.engine().confirm_replicated(&[cp.keys().token(&hash)]).await
@@ -211,13 +206,12 @@ pub async fn revoke(cp: &ControlPlane, member: MemberId, slug: &Slug, token_id: 
 /// Revokes every token of a queue being deleted, returning all their hashes (revoked earlier or
 /// now) so every record can be removed from Redis.
 pub(crate) async fn revoke_all(tx: &mut PgConnection, queue: Uuid) -> ApiResult<Vec<String>> {
-    sqlx::query_scalar(
+    Ok(sqlx::query_scalar(
         "UPDATE tokens SET revoked_at = COALESCE(revoked_at, now()) WHERE queue_id = $1 RETURNING secret_hash",
     )
     .bind(queue)
     .fetch_all(tx)
-    .await
-    .map_err(db_error)
+    .await?)
 }
 
 fn check_name(name: &str) -> ApiResult<String> {

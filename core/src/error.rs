@@ -56,8 +56,10 @@ pub enum ApiError {
     /// and the IETF draft's `RateLimit-*` headers.
     #[error("{message}")]
     RateLimited { message: String, retry_after_secs: u64, limit: u64, window_secs: u64 },
-    #[error("{message}")]
-    ServiceUnavailable { message: String, retry_after_secs: u64 },
+    /// A store cannot be reached. `message` is the answer's; `cause` (the store's own error) is
+    /// for the log line only.
+    #[error("{message}{}", cause.as_deref().map(|c| format!(" ({c})")).unwrap_or_default())]
+    ServiceUnavailable { message: String, retry_after_secs: u64, cause: Option<String> },
     /// Fewer replicas than `AQS_REDIS_REPLICA_ACKS` confirmed a write in time: the write may exist,
     /// so a retry must be one that cannot store twice (an idempotency key, an ack).
     #[error("{0}")]
@@ -83,9 +85,37 @@ impl ApiError {
 
     /// Redis or PostgreSQL cannot be reached: the caller should retry shortly.
     pub fn unavailable(what: &str) -> Self {
+        Self::outage(what, None)
+    }
+
+    /// [`ApiError::unavailable`], keeping the store's error (with its sources) for the log line.
+    pub fn unavailable_because(what: &str, cause: &(dyn std::error::Error + 'static)) -> Self {
+        let mut chain = cause.to_string();
+        let mut source = cause.source();
+        while let Some(err) = source {
+            chain.push_str(": ");
+            chain.push_str(&err.to_string());
+            source = err.source();
+        }
+        Self::outage(what, Some(chain))
+    }
+
+    fn outage(what: &str, cause: Option<String>) -> Self {
         Self::ServiceUnavailable {
             message: format!("{what} is temporarily unavailable; retry shortly"),
             retry_after_secs: 1,
+            cause,
+        }
+    }
+
+    /// What the client is told: a server fault's detail (an internal error, an outage's cause)
+    /// stays in the log.
+    fn client_message(&self) -> String {
+        match self {
+            Self::Internal(_) => "internal error; the request may be retried".to_owned(),
+            Self::ServiceUnavailable { message, .. } | Self::ReplicationTimeout(message) => message.clone(),
+            Self::InBatch { index, source } => format!("messages[{index}]: {}", source.client_message()),
+            other => other.to_string(),
         }
     }
 
@@ -187,7 +217,7 @@ pub fn redis_is_unavailable(err: &redis::RedisError) -> bool {
 impl From<redis::RedisError> for ApiError {
     fn from(err: redis::RedisError) -> Self {
         if redis_is_unavailable(&err) {
-            return Self::unavailable("storage");
+            return Self::unavailable_because("storage", &err);
         }
         Self::Internal(anyhow::Error::new(err).context("redis"))
     }
@@ -196,8 +226,8 @@ impl From<redis::RedisError> for ApiError {
 /// How often a process says that it answers 503 while a store is away.
 pub const OUTAGE_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Logs a 503 answer at most once per [`OUTAGE_LOG_EVERY`], with how many went unsaid.
-fn log_unavailable(message: &str) {
+/// Logs a 503 answer at most once per [`OUTAGE_LOG_EVERY`], with its cause and how many went unsaid.
+fn log_unavailable(message: &str, cause: Option<&str>) {
     use std::sync::atomic::{AtomicU64, Ordering};
     static LAST_SAID_S: AtomicU64 = AtomicU64::new(0);
     static UNSAID: AtomicU64 = AtomicU64::new(0);
@@ -207,7 +237,10 @@ fn log_unavailable(message: &str) {
         && LAST_SAID_S.compare_exchange(last, now_s, Ordering::Relaxed, Ordering::Relaxed).is_ok()
     {
         let unsaid = UNSAID.swap(0, Ordering::Relaxed);
-        tracing::warn!(unsaid, "answering 503: {message}");
+        match cause {
+            Some(cause) => tracing::warn!(unsaid, cause, "answering 503: {message}"),
+            None => tracing::warn!(unsaid, "answering 503: {message}"),
+        }
     } else {
         UNSAID.fetch_add(1, Ordering::Relaxed);
     }
@@ -227,17 +260,13 @@ fn rate_limit_headers(headers: &mut header::HeaderMap, limit: u64, window_secs: 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        let message = match &self {
-            Self::Internal(err) => {
-                tracing::error!(error = ?err, "internal error");
-                "internal error; the request may be retried".to_owned()
-            }
-            Self::ServiceUnavailable { message, .. } | Self::ReplicationTimeout(message) => {
-                log_unavailable(message);
-                message.clone()
-            }
-            other => other.to_string(),
-        };
+        match self.unbatched() {
+            Self::Internal(err) => tracing::error!(error = ?err, "internal error"),
+            Self::ServiceUnavailable { message, cause, .. } => log_unavailable(message, cause.as_deref()),
+            Self::ReplicationTimeout(message) => log_unavailable(message, None),
+            _ => {}
+        }
+        let message = self.client_message();
         let mut body = json!({ "error": self.code(), "message": message });
         if let Self::InBatch { index, .. } = &self {
             body["index"] = json!(index);

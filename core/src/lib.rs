@@ -21,6 +21,8 @@ pub mod redis_conn;
 pub mod redis_sentinel;
 pub mod secret;
 pub mod settings;
+#[cfg(feature = "postgres")]
+mod sql_error;
 pub mod time;
 pub mod token;
 

@@ -221,7 +221,7 @@ mod tests {
             ApiError::StorageLimitReached(m()),
             ApiError::QueueLimitReached(m()),
             ApiError::RateLimited { message: m(), retry_after_secs: 1, limit: 1, window_secs: 1 },
-            ApiError::ServiceUnavailable { message: m(), retry_after_secs: 1 },
+            ApiError::ServiceUnavailable { message: m(), retry_after_secs: 1, cause: None },
             ApiError::ReplicationTimeout(m()),
             ApiError::PaymentRequired { message: m(), setup_url: m() },
             ApiError::OversizedMessagesStored { message: m(), count: 1 },

@@ -45,7 +45,7 @@ pub fn spawn(state: DataPlane, shutdown: CancellationToken) -> JoinHandle<()> {
                     }
                 }
                 Err(err) if !failing => {
-                    tracing::warn!(error = %err, "sweep failed; retrying every tick");
+                    tracing::warn!(error = format!("{err:#}"), "sweep failed; retrying every tick");
                     failing = true;
                 }
                 Err(err) => tracing::debug!(error = %err, "sweep failed again"),

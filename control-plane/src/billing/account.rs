@@ -2,7 +2,6 @@
 //! `GET /api/v1/billing` and the console's Billing & metrics page show.
 
 use super::{Billing, NOT_CONFIGURED, usage};
-use crate::db_error::db_error;
 use crate::members::{self, MemberId};
 use crate::state::ControlPlane;
 use aqs_core::{ApiError, ApiResult};
@@ -85,8 +84,7 @@ pub(crate) async fn find(cp: &ControlPlane, member: MemberId) -> ApiResult<Accou
     ))
     .bind(member.as_uuid())
     .fetch_optional(cp.db())
-    .await
-    .map_err(db_error)?;
+    .await?;
     Ok(row.unwrap_or_default())
 }
 
@@ -155,7 +153,7 @@ pub(crate) async fn ensure_customer(cp: &ControlPlane, billing: &Billing, member
         .ok_or_else(|| ApiError::Unauthorized("this member no longer exists".into()))?
         .email;
     let created = billing.stripe().create_customer(member, &email).await.map_err(unavailable)?;
-    sqlx::query_scalar::<_, String>(
+    Ok(sqlx::query_scalar::<_, String>(
         "INSERT INTO billing_accounts (member_id, customer_id) VALUES ($1, $2)
          ON CONFLICT (member_id) DO UPDATE
              SET customer_id = COALESCE(billing_accounts.customer_id, EXCLUDED.customer_id), updated_at = now()
@@ -164,8 +162,7 @@ pub(crate) async fn ensure_customer(cp: &ControlPlane, billing: &Billing, member
     .bind(member.as_uuid())
     .bind(&created)
     .fetch_one(cp.db())
-    .await
-    .map_err(db_error)
+    .await?)
 }
 
 /// A Stripe Checkout session in setup mode; back to the console's billing page either way.
@@ -204,8 +201,7 @@ pub async fn set_budget(cp: &ControlPlane, member: MemberId, input: BudgetInput)
     .bind(input.monthly_limit_cents as i64)
     .bind(input.alert_percent as i32)
     .execute(cp.db())
-    .await
-    .map_err(db_error)?;
+    .await?;
     Ok(overview(cp, member).await?.budget)
 }
 

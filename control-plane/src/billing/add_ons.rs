@@ -1,20 +1,25 @@
 //! Payload add-ons on queues: what `PATCH /api/v1/queues/{slug}` does when `payload_size`
 //! changes, and the list the overview shows.
 //!
+//! Billing decides here and the queues module writes: `prepare` checks and decides before any
+//! transaction, `SizeChange::record` writes the add-on and outbox rows in the transaction that
+//! writes the queue's size (`queues::update`), so both change or neither.
+//!
 //! Up (1 → 10 → 50 MiB): a payment method must be on file (else 402 with a setup URL); the add-on
 //! is recorded with an outbox row and synced at once; the queue takes the size when Stripe has
-//! the item (`outbox::apply_paid_sizes`). Down: refused while stored messages are larger than the
-//! new size (409 with the count, asked of the data plane); otherwise the size applies at once
-//! and the outbox lowers the bill. With billing off every size is granted at once.
+//! the item (the outbox's sync, through `queues::store::raise_to_paid_sizes`). Down: refused
+//! while stored messages are larger than the new size (409 with the count, asked of the data
+//! plane); otherwise the size applies at once and the outbox lowers the bill. With billing off
+//! every size is granted at once.
 
 use super::account::{self, AddOn};
 use super::outbox;
-use crate::db_error::db_error;
 use crate::members::MemberId;
-use crate::queues::Queue;
 use crate::state::ControlPlane;
+use aqs_core::ids::QueueId;
 use aqs_core::limits::MIB;
 use aqs_core::{ApiError, ApiResult};
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 /// What the queue update does with the requested size.
@@ -26,10 +31,89 @@ pub enum PayloadChange {
     AwaitStripe,
 }
 
-/// Checks and records a change of `queue`'s payload size to `requested`.
-pub async fn prepare(cp: &ControlPlane, member: MemberId, queue: &Queue, requested: u64) -> ApiResult<PayloadChange> {
-    if requested < queue.payload_size {
-        let count = cp.engine().stored_larger_than(queue.id, requested).await?;
+/// A checked change of a queue's payload size: billing's decision, and the rows that record it,
+/// written by [`SizeChange::record`] in the transaction that writes the queue's size.
+#[must_use]
+#[derive(Debug)]
+pub struct SizeChange {
+    pub change: PayloadChange,
+    /// The add-on row and outbox row to write; `None` when billing has nothing to record.
+    billed: Option<Billed>,
+}
+
+#[derive(Debug)]
+struct Billed {
+    member: MemberId,
+    queue: QueueId,
+    requested: u64,
+    /// The add-on's size, or `None` for the included 1 MiB (the row goes).
+    add_on: Option<u64>,
+    /// A downgrade: the outbox lowers the bill once this commits, without waiting for Stripe.
+    kick: bool,
+}
+
+impl SizeChange {
+    fn granted(size: u64) -> Self {
+        Self { change: PayloadChange::ApplyNow(size), billed: None }
+    }
+
+    /// The size the queue's row takes in this transaction (`None`: it keeps its size for now).
+    pub fn size_now(&self) -> Option<u64> {
+        match self.change {
+            PayloadChange::ApplyNow(size) => Some(size),
+            PayloadChange::AwaitStripe => None,
+        }
+    }
+
+    pub fn awaits_stripe(&self) -> bool {
+        self.change == PayloadChange::AwaitStripe
+    }
+
+    /// Writes the add-on row and its outbox row in the caller's transaction.
+    pub(crate) async fn record(&self, tx: &mut PgConnection) -> ApiResult<()> {
+        let Some(billed) = &self.billed else { return Ok(()) };
+        match billed.add_on {
+            Some(size) => {
+                sqlx::query(
+                    "INSERT INTO queue_add_ons (queue_id, member_id, payload_size) VALUES ($1, $2, $3)
+                     ON CONFLICT (queue_id) DO UPDATE SET payload_size = EXCLUDED.payload_size, updated_at = now()",
+                )
+                .bind(billed.queue.0)
+                .bind(billed.member.as_uuid())
+                .bind(size as i64)
+                .execute(&mut *tx)
+                .await?;
+            }
+            None => {
+                sqlx::query("DELETE FROM queue_add_ons WHERE queue_id = $1")
+                    .bind(billed.queue.0)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        let reason = format!("queue {} payload size {} MiB", billed.queue, billed.requested / MIB);
+        outbox::enqueue(tx, billed.member, &reason).await
+    }
+
+    /// After the commit: never wait for Stripe to pay less.
+    pub(crate) fn committed(&self, cp: &ControlPlane) {
+        if let (Some(billing), Some(Billed { kick: true, .. })) = (cp.billing(), &self.billed) {
+            billing.kick();
+        }
+    }
+}
+
+/// Checks a change of `queue`'s payload size from `current` to `requested` (asking the data
+/// plane and Stripe, so before any transaction opens) and decides what to record.
+pub async fn prepare(
+    cp: &ControlPlane,
+    member: MemberId,
+    queue: QueueId,
+    current: u64,
+    requested: u64,
+) -> ApiResult<SizeChange> {
+    if requested < current {
+        let count = cp.engine().stored_larger_than(queue, requested).await?;
         if count > 0 {
             return Err(ApiError::OversizedMessagesStored {
                 message: format!(
@@ -42,13 +126,13 @@ pub async fn prepare(cp: &ControlPlane, member: MemberId, queue: &Queue, request
         }
     }
     let Some(billing) = cp.billing() else {
-        return Ok(PayloadChange::ApplyNow(requested));
+        return Ok(SizeChange::granted(requested));
     };
-    let bought = bought_size(cp, queue.id).await?;
-    if requested == bought && requested <= queue.payload_size {
-        return Ok(PayloadChange::ApplyNow(requested));
+    let bought = bought_size(cp, queue).await?;
+    if requested == bought && requested <= current {
+        return Ok(SizeChange::granted(requested));
     }
-    if requested > queue.payload_size {
+    if requested > current {
         let account = account::find(cp, member).await?;
         if account.payment_method_id.is_none() {
             let setup_url = account::setup_url(cp, member).await?;
@@ -63,44 +147,19 @@ pub async fn prepare(cp: &ControlPlane, member: MemberId, queue: &Queue, request
         }
         account::ensure_customer(cp, billing, member).await?;
     }
-    let mut tx = cp.db().begin().await.map_err(db_error)?;
-    if billing.price_for(requested).is_some() {
-        sqlx::query(
-            "INSERT INTO queue_add_ons (queue_id, member_id, payload_size) VALUES ($1, $2, $3)
-             ON CONFLICT (queue_id) DO UPDATE SET payload_size = EXCLUDED.payload_size, updated_at = now()",
-        )
-        .bind(queue.id.0)
-        .bind(member.as_uuid())
-        .bind(requested as i64)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
-    } else {
-        sqlx::query("DELETE FROM queue_add_ons WHERE queue_id = $1")
-            .bind(queue.id.0)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
-    }
-    let reason = format!("queue {} payload size {} MiB", queue.id, requested / MIB);
-    outbox::enqueue(&mut tx, member, &reason).await?;
-    tx.commit().await.map_err(db_error)?;
-    if requested > queue.payload_size {
-        Ok(PayloadChange::AwaitStripe)
-    } else {
-        // Never wait for Stripe to pay less: the outbox lowers the bill.
-        billing.kick();
-        Ok(PayloadChange::ApplyNow(requested))
-    }
+    let upgrade = requested > current;
+    let billed =
+        Billed { member, queue, requested, add_on: billing.price_for(requested).map(|_| requested), kick: !upgrade };
+    let change = if upgrade { PayloadChange::AwaitStripe } else { PayloadChange::ApplyNow(requested) };
+    Ok(SizeChange { change, billed: Some(billed) })
 }
 
 /// The size the member pays for on this queue (1 MiB without an add-on).
-async fn bought_size(cp: &ControlPlane, queue: aqs_core::ids::QueueId) -> ApiResult<u64> {
+async fn bought_size(cp: &ControlPlane, queue: QueueId) -> ApiResult<u64> {
     let size: Option<i64> = sqlx::query_scalar("SELECT payload_size FROM queue_add_ons WHERE queue_id = $1")
         .bind(queue.0)
         .fetch_optional(cp.db())
-        .await
-        .map_err(db_error)?;
+        .await?;
     Ok(size.map(|s| s as u64).unwrap_or(MIB))
 }
 
@@ -121,7 +180,7 @@ pub async fn list(cp: &ControlPlane, member: MemberId) -> ApiResult<Vec<AddOn>> 
         "SELECT slug, name, payload_size AS bought, payload_size AS current FROM queues
          WHERE member_id = $1 AND deleted_at IS NULL AND payload_size > 1048576 ORDER BY created_at, slug"
     };
-    let rows = sqlx::query_as::<_, Row>(sql).bind(member.as_uuid()).fetch_all(cp.db()).await.map_err(db_error)?;
+    let rows = sqlx::query_as::<_, Row>(sql).bind(member.as_uuid()).fetch_all(cp.db()).await?;
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {
         let price = match cp.billing() {
@@ -145,7 +204,7 @@ pub async fn list(cp: &ControlPlane, member: MemberId) -> ApiResult<Vec<AddOn>> 
 /// A deleted queue stops counting at once (the desired state joins live queues); this writes
 /// the outbox row in the deletion's transaction when the queue had an add-on.
 pub(crate) async fn queue_deleted(
-    tx: &mut sqlx::PgConnection,
+    tx: &mut PgConnection,
     cp: &ControlPlane,
     member: MemberId,
     queue: Uuid,
@@ -156,8 +215,7 @@ pub(crate) async fn queue_deleted(
     let had: Option<i64> = sqlx::query_scalar("SELECT payload_size FROM queue_add_ons WHERE queue_id = $1")
         .bind(queue)
         .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_error)?;
+        .await?;
     if had.is_some() {
         outbox::enqueue(tx, member, &format!("queue {queue} deleted")).await?;
     }

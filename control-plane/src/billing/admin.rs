@@ -3,7 +3,6 @@
 
 use super::account::AddOn;
 use crate::auth::AuthOperator;
-use crate::db_error::db_error;
 use crate::members::MemberId;
 use crate::state::ControlPlane;
 use crate::text::refuse_control;
@@ -42,8 +41,7 @@ pub async fn list(cp: &ControlPlane, _operator: &AuthOperator, status: Option<&s
     )
     .bind(status)
     .fetch_all(cp.db())
-    .await
-    .map_err(db_error)?;
+    .await?;
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {
         let add_ons = super::add_ons::list(cp, MemberId::from_stored(row.member_id)).await?;

@@ -17,10 +17,9 @@
 
 use super::Billing;
 use super::plan::{self, Desired};
-use crate::db_error::db_error;
 use crate::members::MemberId;
 use crate::projection;
-use crate::queues::{COLUMNS, QueueRow};
+use crate::queues::{self, QueueRow};
 use crate::state::ControlPlane;
 use anyhow::Context;
 use aqs_core::ApiResult;
@@ -40,8 +39,7 @@ pub(crate) async fn enqueue(tx: &mut PgConnection, member: MemberId, reason: &st
         .bind(member.as_uuid())
         .bind(reason)
         .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
+        .await?;
     Ok(())
 }
 
@@ -143,8 +141,11 @@ async fn sync(cp: &ControlPlane, billing: &Billing, member: MemberId, skip_locke
         .bind(up_to)
         .execute(&mut *tx)
         .await?;
+    // Stripe has every item now: the queues take the sizes paid for, in the transaction that
+    // marks the rows done (a failure leaves both for the retry).
+    let raised = queues::store::raise_to_paid_sizes(&mut tx, member).await?;
     tx.commit().await?;
-    apply_paid_sizes(cp, member).await.map_err(|err| anyhow::anyhow!("{err}"))?;
+    project_paid_sizes(cp, raised).await?;
     Ok(Synced::Done)
 }
 
@@ -165,20 +166,9 @@ async fn desired(tx: &mut PgConnection, billing: &Billing, member: MemberId) -> 
     Ok(desired)
 }
 
-/// Raises every queue whose add-on Stripe now has to the size paid for, and projects it.
-pub(crate) async fn apply_paid_sizes(cp: &ControlPlane, member: MemberId) -> ApiResult<()> {
-    let rows = sqlx::query_as::<_, QueueRow>(&format!(
-        "UPDATE queues q SET payload_size = a.payload_size, revision = q.revision + 1, updated_at = now()
-         FROM queue_add_ons a
-         WHERE a.queue_id = q.id AND q.member_id = $1 AND q.deleted_at IS NULL AND q.payload_size < a.payload_size
-         RETURNING {}",
-        COLUMNS.split(", ").map(|c| format!("q.{}", c.trim())).collect::<Vec<_>>().join(", ")
-    ))
-    .bind(member.as_uuid())
-    .fetch_all(cp.db())
-    .await
-    .map_err(db_error)?;
-    for row in rows {
+/// Projects the queues raised to their paid size.
+async fn project_paid_sizes(cp: &ControlPlane, raised: Vec<QueueRow>) -> ApiResult<()> {
+    for row in raised {
         let queue = row.into_queue(cp.public_url());
         tracing::info!(queue = %queue.id, payload_size = queue.payload_size, "payload add-on active");
         projection::update_queue(&mut cp.redis(), cp.keys(), &queue.meta()).await.map_err(projection::failed)?;
@@ -192,7 +182,8 @@ pub async fn run(cp: ControlPlane, cancel: CancellationToken) {
     let kick = billing.kick.clone();
     loop {
         if let Err(err) = work_due(&cp).await {
-            tracing::warn!(error = %err, "billing outbox pass failed");
+            // With its chain: an outage's cause, a database error under its context.
+            tracing::warn!(error = format!("{:#}", anyhow::Error::new(err)), "billing outbox pass failed");
         }
         tokio::select! {
             _ = cancel.cancelled() => return,
@@ -208,8 +199,7 @@ pub async fn work_due(cp: &ControlPlane) -> ApiResult<()> {
         "SELECT DISTINCT member_id FROM billing_outbox WHERE done_at IS NULL AND next_attempt_at <= now() LIMIT 50",
     )
     .fetch_all(cp.db())
-    .await
-    .map_err(db_error)?;
+    .await?;
     for member in members {
         // A failure is logged and rescheduled by run_sync; the other members go on.
         if run_sync(cp, MemberId::from_stored(member), true).await.is_err() {

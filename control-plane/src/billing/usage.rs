@@ -24,7 +24,8 @@ pub async fn this_month(cp: &ControlPlane, member: MemberId) -> ApiResult<Vec<Qu
     // Days so far this month, today included (the data plane keeps 35 days of counters).
     let days = Utc::now().day();
     let mut out = Vec::new();
-    for queue in queues::list(cp, member).await? {
+    for row in queues::store::list(cp.db(), member).await? {
+        let queue = row.into_queue(cp.public_url());
         let counts = cp.engine().daily_counts(queue.id, days, now).await?;
         let operations = counts.iter().map(|c| c.published + c.delivered + c.acked).sum();
         let stored_bytes = cp.engine().stats(queue.id, now).await?.map(|s| s.stored_bytes).unwrap_or(0);

@@ -6,10 +6,9 @@
 
 use super::outbox;
 use super::signature::{self, SignatureError};
-use crate::db_error::db_error;
 use crate::members::MemberId;
 use crate::projection;
-use crate::queues::{COLUMNS, QueueRow};
+use crate::queues::{self, QueueRow};
 use crate::state::ControlPlane;
 use aqs_core::limits::MIB;
 use aqs_core::{ApiError, ApiResult};
@@ -92,15 +91,14 @@ pub async fn receive(cp: &ControlPlane, signature_header: Option<&str>, payload:
         }
         _ => None,
     };
-    let mut tx = cp.db().begin().await.map_err(db_error)?;
+    let mut tx = cp.db().begin().await?;
     let fresh =
         sqlx::query("INSERT INTO billing_events (id, type, created) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
             .bind(&event.id)
             .bind(&event.kind)
             .bind(created)
             .execute(&mut *tx)
-            .await
-            .map_err(db_error)?
+            .await?
             .rows_affected()
             == 1;
     if !fresh {
@@ -113,7 +111,7 @@ pub async fn receive(cp: &ControlPlane, signature_header: Option<&str>, payload:
         Action::Ignore => None,
     };
     let Some(member) = member else {
-        tx.commit().await.map_err(db_error)?;
+        tx.commit().await?;
         return Ok(Received { received: true, outcome: "ignored" });
     };
     let mut fell_back = Vec::new();
@@ -129,8 +127,7 @@ pub async fn receive(cp: &ControlPlane, signature_header: Option<&str>, payload:
             .bind(card.as_ref().map(|c| c.brand.clone()))
             .bind(card.as_ref().map(|c| c.last4.clone()))
             .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
+            .await?;
         }
         Action::Subscription { id, status, nonpayment, .. } => {
             let applied = sqlx::query(
@@ -145,8 +142,7 @@ pub async fn receive(cp: &ControlPlane, signature_header: Option<&str>, payload:
             .bind(&status)
             .bind(created)
             .execute(&mut *tx)
-            .await
-            .map_err(db_error)?
+            .await?
             .rows_affected()
                 == 1;
             if applied && nonpayment {
@@ -163,12 +159,11 @@ pub async fn receive(cp: &ControlPlane, signature_header: Option<&str>, payload:
             .bind(created)
             .bind(failed)
             .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
+            .await?;
         }
         Action::Ignore => {}
     }
-    tx.commit().await.map_err(db_error)?;
+    tx.commit().await?;
     for row in fell_back {
         let queue = row.into_queue(cp.public_url());
         tracing::info!(queue = %queue.id, "payload add-on cancelled for non-payment: back to 1 MiB");
@@ -178,11 +173,10 @@ pub async fn receive(cp: &ControlPlane, signature_header: Option<&str>, payload:
 }
 
 async fn member_of(tx: &mut PgConnection, customer: &str) -> ApiResult<Option<Uuid>> {
-    sqlx::query_scalar("SELECT member_id FROM billing_accounts WHERE customer_id = $1")
+    Ok(sqlx::query_scalar("SELECT member_id FROM billing_accounts WHERE customer_id = $1")
         .bind(customer)
         .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_error)
+        .await?)
 }
 
 /// Stripe ended the subscription because payments failed: the add-ons go, the queues take 1 MiB
@@ -191,24 +185,11 @@ async fn cancel_for_nonpayment(tx: &mut PgConnection, member: Uuid) -> ApiResult
     sqlx::query("UPDATE billing_accounts SET cancelled_for_nonpayment_at = now() WHERE member_id = $1")
         .bind(member)
         .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
-    sqlx::query("DELETE FROM queue_add_ons WHERE member_id = $1")
-        .bind(member)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
+        .await?;
+    sqlx::query("DELETE FROM queue_add_ons WHERE member_id = $1").bind(member).execute(&mut *tx).await?;
     // Nothing is left to bill; a row keeps the outbox's view consistent (it plans no write).
     outbox::enqueue(tx, MemberId::from_stored(member), "subscription cancelled for non-payment").await?;
-    sqlx::query_as::<_, QueueRow>(&format!(
-        "UPDATE queues SET payload_size = $2, revision = revision + 1, updated_at = now()
-         WHERE member_id = $1 AND deleted_at IS NULL AND payload_size > $2 RETURNING {COLUMNS}"
-    ))
-    .bind(member)
-    .bind(MIB as i64)
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(db_error)
+    queues::store::lower_sizes_to(tx, MemberId::from_stored(member), MIB).await
 }
 
 #[cfg(test)]

@@ -20,7 +20,6 @@ pub(crate) mod projection;
 pub(crate) mod reconciler;
 pub(crate) mod store;
 
-use crate::db_error::db_error;
 use crate::members::MemberId;
 use crate::slug::Slug;
 use crate::state::ControlPlane;
@@ -137,20 +136,20 @@ pub async fn create(cp: &ControlPlane, member: MemberId, input: NewHost) -> ApiR
             "hostname: {name} is not under one of your verified domains; add its root domain and verify it first"
         ))
     })?;
-    let row = store::insert(cp.db(), member, domain, queue.id.0, &name).await.map_err(db_error)?;
+    let row = store::insert(cp.db(), member, domain, queue.id.0, &name).await?;
     cp.hosts().wake.notify_one();
     Ok(row.into_host(&cp.hosts().policy.edge_hostname))
 }
 
 pub async fn list(cp: &ControlPlane, member: MemberId) -> ApiResult<Vec<Host>> {
-    let rows = store::list(cp.db(), Some(member), None).await.map_err(db_error)?;
+    let rows = store::list(cp.db(), Some(member), None).await?;
     Ok(rows.into_iter().map(|row| row.into_host(&cp.hosts().policy.edge_hostname)).collect())
 }
 
 /// The hosts serving one of the member's queues.
 pub async fn list_for_queue(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<Vec<Host>> {
     let queue = queues::get(cp, member, slug).await?;
-    let rows = store::list(cp.db(), Some(member), None).await.map_err(db_error)?;
+    let rows = store::list(cp.db(), Some(member), None).await?;
     Ok(rows
         .into_iter()
         .filter(|row| row.queue_id == queue.id.0)
@@ -159,21 +158,21 @@ pub async fn list_for_queue(cp: &ControlPlane, member: MemberId, slug: &Slug) ->
 }
 
 pub async fn get(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<Host> {
-    let row = store::find(cp.db(), Some(member), id).await.map_err(db_error)?.ok_or_else(not_found)?;
+    let row = store::find(cp.db(), Some(member), id).await?.ok_or_else(not_found)?;
     Ok(row.into_host(&cp.hosts().policy.edge_hostname))
 }
 
 /// Removes the host: the projection goes at once, so the data plane stops serving it; the queue,
 /// its messages and its tokens stay.
 pub async fn delete(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<()> {
-    let hostname = store::delete(cp.db(), member, id).await.map_err(db_error)?.ok_or_else(not_found)?;
+    let hostname = store::delete(cp.db(), member, id).await?.ok_or_else(not_found)?;
     tracing::info!(%hostname, "custom host removed");
     projection::remove_host(&mut cp.redis(), cp.keys(), &hostname).await.map_err(crate::projection::failed)
 }
 
 /// Asks the reconciler to look at the host now (DNS, then the certificate if needed).
 pub async fn check(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<Host> {
-    let row = store::check_now(cp.db(), Some(member), id).await.map_err(db_error)?.ok_or_else(not_found)?;
+    let row = store::check_now(cp.db(), Some(member), id).await?.ok_or_else(not_found)?;
     cp.hosts().wake.notify_one();
     Ok(row.into_host(&cp.hosts().policy.edge_hostname))
 }
@@ -189,13 +188,13 @@ pub async fn admin_list(
     {
         return Err(ApiError::invalid("status must be setting_up, active or error"));
     }
-    let rows = store::list(cp.db(), None, status).await.map_err(db_error)?;
+    let rows = store::list(cp.db(), None, status).await?;
     Ok(rows.into_iter().map(|row| row.into_admin(&cp.hosts().policy.edge_hostname)).collect())
 }
 
 /// Operators: re-check any member's host now.
 pub async fn admin_check(cp: &ControlPlane, _operator: &crate::AuthOperator, id: Uuid) -> ApiResult<AdminHost> {
-    let row = store::check_now(cp.db(), None, id).await.map_err(db_error)?.ok_or_else(not_found)?;
+    let row = store::check_now(cp.db(), None, id).await?.ok_or_else(not_found)?;
     cp.hosts().wake.notify_one();
     Ok(row.into_admin(&cp.hosts().policy.edge_hostname))
 }

@@ -226,6 +226,46 @@ async fn a_downgrade_waits_until_no_stored_message_is_larger(db: PgPool) {
     b.until_items(vec![]).await;
 }
 
+/// A size change writes the add-on row and the queue's size together or not at all: a failure
+/// between them must not leave a queue at 10 MiB whose add-on is gone (used, no longer paid for).
+#[sqlx::test(migrations = "../migrations")]
+async fn a_size_change_that_fails_midway_changes_neither_the_add_on_nor_the_queue(db: PgPool) {
+    let b = spawn_billed(db).await;
+    let session = b.app.member("ada@example.com").await;
+    b.add_card(&session).await;
+    let (slug, queue) = b.queue(&session, "videos").await;
+    b.set_size(&session, &slug, 10 * MIB).await.expect(200);
+    b.until_items(vec![item(PRICE_10MIB, &[queue])]).await;
+
+    // The queue's own write fails: PostgreSQL refuses to lower any queue's size from now on.
+    sqlx::raw_sql(
+        "CREATE FUNCTION refuse_smaller_size() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN RAISE EXCEPTION 'queue sizes may not shrink in this test'; END $$;
+         CREATE TRIGGER refuse_smaller_size BEFORE UPDATE OF payload_size ON queues
+         FOR EACH ROW WHEN (NEW.payload_size < OLD.payload_size) EXECUTE FUNCTION refuse_smaller_size();",
+    )
+    .execute(b.app.cp.db())
+    .await
+    .unwrap();
+    let outbox_rows = || async {
+        let rows: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM billing_outbox").fetch_one(b.app.cp.db()).await.unwrap();
+        rows
+    };
+    let rows_before = outbox_rows().await;
+    b.set_size(&session, &slug, MIB).await.expect_error(500, "internal");
+
+    let add_on: Option<i64> = sqlx::query_scalar("SELECT payload_size FROM queue_add_ons WHERE queue_id = $1")
+        .bind(queue.0)
+        .fetch_optional(b.app.cp.db())
+        .await
+        .unwrap();
+    let size =
+        b.app.get(&session, &format!("/api/v1/queues/{slug}")).await.expect(200)["queue"]["payload_size"].clone();
+    assert_eq!((add_on, size), (Some(10 * MIB as i64), json!(10 * MIB)), "the add-on and the size stay as they were");
+    assert_eq!(outbox_rows().await, rows_before, "no Stripe write is queued for a change that did not happen");
+}
+
 #[sqlx::test(migrations = "../migrations")]
 async fn stripe_down_never_blocks_a_deletion_and_the_item_goes_once_it_is_back(db: PgPool) {
     let b = spawn_billed(db).await;
