@@ -171,6 +171,26 @@ pub async fn delete(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<
     projection::remove_host(&mut cp.redis(), cp.keys(), &hostname).await.map_err(crate::projection::failed)
 }
 
+/// Deletes every host pinned to a queue being deleted, in the deletion's transaction (so no host
+/// is ever listed under a deleted queue, whose slug a new queue may take); answers their
+/// hostnames, whose projection [`remove_projections`] removes once the transaction commits.
+pub(crate) async fn delete_for_queue(tx: &mut sqlx::PgConnection, queue: Uuid) -> ApiResult<Vec<String>> {
+    sqlx::query_scalar("DELETE FROM hosts WHERE queue_id = $1 RETURNING hostname")
+        .bind(queue)
+        .fetch_all(tx)
+        .await
+        .map_err(db_error)
+}
+
+/// Removes the projection of hosts deleted with their queue: the data plane stops serving them.
+pub(crate) async fn remove_projections(cp: &ControlPlane, hostnames: &[String]) -> ApiResult<()> {
+    for hostname in hostnames {
+        tracing::info!(%hostname, "custom host removed with its queue");
+        projection::remove_host(&mut cp.redis(), cp.keys(), hostname).await.map_err(crate::projection::failed)?;
+    }
+    Ok(())
+}
+
 /// Asks the reconciler to look at the host now (DNS, then the certificate if needed).
 pub async fn check(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<Host> {
     let row = store::check_now(cp.db(), Some(member), id).await.map_err(db_error)?.ok_or_else(not_found)?;
