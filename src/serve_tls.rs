@@ -28,7 +28,7 @@ pub async fn serve_https(
     let http = hyper::server::conn::http1::Builder::new();
     let tracker = TaskTracker::new();
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(err) => {
@@ -54,7 +54,8 @@ pub async fn serve_https(
             };
             // The same request ids and framing answers as the plain listener (`serve::serve_http`).
             let tls = crate::framing::JsonFramingErrors::new(tls);
-            let service = TowerToHyperService::new(crate::request_id::RequestId::new(app));
+            let service =
+                TowerToHyperService::new(crate::request_id::RequestId::new(crate::serve::with_peer(&app, peer)));
             let conn = http.serve_connection(TokioIo::new(tls), service).with_upgrades();
             tokio::pin!(conn);
             let result = tokio::select! {
