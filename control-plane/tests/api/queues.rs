@@ -226,7 +226,8 @@ async fn deleting_a_queue_removes_its_hosts(db: PgPool) {
     app.delete(&ada, "/api/v1/queues/jobs").await.expect(204);
     app.queue(&ada, "jobs").await;
     let listed = app.get(&ada, "/api/v1/hosts").await.expect(200);
-    let names: Vec<&str> = listed["hosts"].as_array().unwrap().iter().map(|h| h["hostname"].as_str().unwrap()).collect();
+    let names: Vec<&str> =
+        listed["hosts"].as_array().unwrap().iter().map(|h| h["hostname"].as_str().unwrap()).collect();
     assert_eq!(names, ["other.example.com"], "{listed}");
     let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM hosts").fetch_one(&db).await.unwrap();
     assert_eq!(rows, 1);
