@@ -2,6 +2,8 @@
 //! gets, changing the password, listing and ending sessions, and `AuthMember`, the extractor every
 //! authenticated route takes.
 
+use crate::client_addr::ClientAddr;
+use crate::login_throttle::LoginAttempt;
 use crate::members::{self, Member, MemberId, Role};
 use crate::password;
 use crate::sessions::{self, Session};
@@ -43,7 +45,7 @@ pub async fn signup(cp: &ControlPlane, credentials: Credentials) -> ApiResult<Si
     refuse_control("email", &credentials.email)?;
     let email = normalise_email(&credentials.email)?;
     check_password(&credentials.password)?;
-    let hash = password::hash(credentials.password).await?;
+    let hash = password::hash(cp.hashing(), credentials.password).await?;
     let role = if cp.is_operator_email(&email) { Role::Operator } else { Role::Member };
     let member = members::insert(cp.db(), &email, &hash, role).await?;
     tracing::info!(member = %member.id.as_uuid(), ?role, "member signed up");
@@ -52,20 +54,32 @@ pub async fn signup(cp: &ControlPlane, credentials: Credentials) -> ApiResult<Si
 
 /// Checks an email and password. Every failure is the same 401, so a caller cannot tell an unknown
 /// email from a wrong password; only an email no member could have (a control character in it) is
-/// a 400, as it is at sign-up.
-pub async fn login(cp: &ControlPlane, credentials: Credentials) -> ApiResult<SignedIn> {
+/// a 400, as it is at sign-up. Failures from `client` are counted (`login_throttle`): past the
+/// bounds every attempt, right password or not, is a 429 until the window passes.
+pub async fn login(cp: &ControlPlane, credentials: Credentials, client: ClientAddr) -> ApiResult<SignedIn> {
     refuse_control("email", &credentials.email)?;
+    let attempt = LoginAttempt::new(cp.keys(), &credentials.email, client);
+    attempt.check(cp.redis()).await?;
     let wrong = || ApiError::Unauthorized("wrong email or password".into());
-    let email = normalise_email(&credentials.email).map_err(|_| wrong())?;
+    let Ok(email) = normalise_email(&credentials.email) else {
+        attempt.failed(cp.redis()).await?;
+        return Err(wrong());
+    };
     let found = members::find_with_hash(cp.db(), &email).await?;
     let (member, hash) = match found {
         Some((member, hash)) => (Some(member), Some(hash)),
         None => (None, None),
     };
-    let matches = password::verify(credentials.password, hash).await?;
+    let matches = password::verify(cp.hashing(), credentials.password, hash).await?;
     match member {
-        Some(member) if matches => signed_in(cp, member).await,
-        _ => Err(wrong()),
+        Some(member) if matches => {
+            attempt.succeeded(cp.redis()).await?;
+            signed_in(cp, member).await
+        }
+        _ => {
+            attempt.failed(cp.redis()).await?;
+            Err(wrong())
+        }
     }
 }
 
@@ -109,10 +123,10 @@ pub struct PasswordChange {
 pub async fn change_password(cp: &ControlPlane, member: MemberId, change: PasswordChange) -> ApiResult<SignedIn> {
     check_new_password(&change.new_password)?;
     let hash = members::password_hash(cp.db(), member).await?.ok_or_else(invalid_session)?;
-    if !password::verify(change.current_password, Some(hash)).await? {
+    if !password::verify(cp.hashing(), change.current_password, Some(hash)).await? {
         return Err(ApiError::invalid("current_password: this is not your current password"));
     }
-    let new_hash = password::hash(change.new_password).await?;
+    let new_hash = password::hash(cp.hashing(), change.new_password).await?;
     let mut tx = cp.db().begin().await?;
     if !members::set_password_hash(&mut tx, member, &new_hash).await? {
         return Err(invalid_session());

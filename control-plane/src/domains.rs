@@ -79,9 +79,20 @@ fn not_found() -> ApiError {
     ApiError::not_found("no domain with this id")
 }
 
+/// The service's own edge hostname, its parent domains and the names under it are nobody's to
+/// prove: a member who verified one could put hosts beside (or on) the service's own names.
+fn refuse_edge(edge: &str, name: &str) -> ApiResult<()> {
+    let related = edge == name || edge.ends_with(&format!(".{name}")) || name.ends_with(&format!(".{edge}"));
+    if !edge.is_empty() && related {
+        return Err(ApiError::invalid(format!("name: {name} is this service's own domain; add a domain of yours")));
+    }
+    Ok(())
+}
+
 pub async fn create(cp: &ControlPlane, member: MemberId, input: NewDomain) -> ApiResult<Domain> {
     let name = hostname::normalize(&input.name)
         .ok_or_else(|| ApiError::invalid("name: must be a domain name of two or more labels, such as example.com"))?;
+    refuse_edge(&cp.hosts().policy.edge_hostname, &name)?;
     const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let token: String = (0..32).map(|_| CHARS[rand::random_range(0..CHARS.len())] as char).collect();
     let row = sqlx::query_as::<_, DomainRow>(&format!(
@@ -212,4 +223,20 @@ pub(crate) async fn verified_parent(db: &PgPool, member: MemberId, host: &str) -
         .filter(|(_, name)| host != name && hostname::is_under(host, name))
         .max_by_key(|(_, name)| name.len())
         .map(|(id, _)| id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refuse_edge;
+
+    #[test]
+    fn the_edge_hostname_and_its_parents_are_refused() {
+        for name in ["edge.aqs.example", "aqs.example", "sub.edge.aqs.example"] {
+            assert!(refuse_edge("edge.aqs.example", name).unwrap_err().to_string().starts_with("name:"), "{name}");
+        }
+        for name in ["other.example", "xaqs.example", "edge.aqs.example.com"] {
+            assert!(refuse_edge("edge.aqs.example", name).is_ok(), "{name}");
+        }
+        assert!(refuse_edge("", "example.com").is_ok());
+    }
 }

@@ -174,6 +174,9 @@ mod tests {
             "http://169.254.169.254/latest",
             "http://[::1]/",
             "http://[::ffff:127.0.0.1]/",
+            "http://[::127.0.0.1]/",
+            "http://[2002:7f00:1::1]/",
+            "http://[64:ff9b::a9fe:a9fe]/",
             "http://localhost/",
         ] {
             // IP literals stop at `parse` (rule 3); the address rule still covers them.

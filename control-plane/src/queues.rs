@@ -197,6 +197,7 @@ pub async fn delete(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResu
     let mut tx = cp.db().begin().await?;
     let (id, slug) = store::soft_delete(&mut tx, member, slug).await?.ok_or_else(not_found)?;
     let hashes = tokens::revoke_all(&mut tx, id).await?;
+    let hostnames = crate::hosts::store::delete_for_queue(&mut tx, id).await?;
     // Stripe is never asked here: the outbox stops the add-on, so an outage cannot block this.
     add_ons::queue_deleted(&mut tx, cp, member, id).await?;
     tx.commit().await?;
@@ -204,6 +205,6 @@ pub async fn delete(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResu
     if let Some(billing) = cp.billing() {
         billing.kick();
     }
-
+    crate::hosts::remove_projections(cp, &hostnames).await?;
     projection::remove_queue(&mut cp.redis(), cp.keys(), cp.engine(), QueueId(id), &slug, &hashes).await
 }

@@ -31,6 +31,8 @@ struct Inner {
     hosts: crate::hosts::HostsContext,
     /// `None` when billing is off (no `AQS_STRIPE_SECRET_KEY`).
     billing: Option<Billing>,
+    /// The bound on password hashes at once (log-in, sign-up, password change).
+    hashing: crate::hash_pool::HashPool,
 }
 
 impl ControlPlane {
@@ -53,6 +55,7 @@ impl ControlPlane {
                 database: DatabaseState::default(),
                 hosts: crate::hosts::HostsContext::new(config)?,
                 billing: Billing::from_config(config),
+                hashing: crate::hash_pool::HashPool::sized_from_cores(),
             }),
         })
     }
@@ -103,6 +106,12 @@ impl ControlPlane {
     /// Stripe, when billing is on.
     pub fn billing(&self) -> Option<&Billing> {
         self.inner.billing.as_ref()
+    }
+
+    /// The password-hashing slots; its [`stats`](crate::hash_pool::HashPool::stats) are what a
+    /// burst of log-ins did.
+    pub fn hashing(&self) -> &crate::hash_pool::HashPool {
+        &self.inner.hashing
     }
 
     pub(crate) fn sessions(&self) -> &SessionKeys {

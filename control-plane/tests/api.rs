@@ -8,6 +8,7 @@ mod api {
     mod errors;
     mod fake_stripe;
     mod isolation;
+    mod login_throttle;
     mod openapi;
     mod projection;
     mod push;

@@ -95,7 +95,7 @@ pub fn error_responses(codes: &[&str]) -> BTreeMap<String, RefOr<Response>> {
             }
             if status == 429 {
                 for (name, what) in [
-                    ("ratelimit-limit", "The token's budget of requests per window."),
+                    ("ratelimit-limit", "The budget per window: a token's requests, or failed log-ins."),
                     ("ratelimit-remaining", "What is left of it: 0."),
                     ("ratelimit-reset", "Seconds until a request is admitted again."),
                 ] {

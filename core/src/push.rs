@@ -58,25 +58,45 @@ fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
     }
 }
 
+/// IPv6 addresses that carry an IPv4 address are judged by the IPv4 address they carry (a
+/// connection to one may reach it: through the kernel's IPv4-compatible handling, a 6to4 or NAT64
+/// gateway, a Teredo relay), then the IPv6 ranges of their own.
 fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
     if let Some(v4) = ip.to_ipv4_mapped() {
         return forbidden_v4(v4).map(|_| "an IPv4-mapped IPv6 address of a forbidden IPv4 address");
     }
     let seg = ip.segments();
+    let embedded = |hi: u16, lo: u16| Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8);
     if ip.is_unspecified() {
         Some("the unspecified IPv6 address")
     } else if ip.is_loopback() {
         Some("the IPv6 loopback address")
+    } else if seg[..6] == [0, 0, 0, 0, 0, 0] || seg[..6] == [0, 0, 0, 0, 0xffff, 0] {
+        // IPv4-compatible (`::a.b.c.d`, deprecated but still routed by some stacks) and
+        // IPv4-translated (`::ffff:0:a.b.c.d`): the IPv4 address is the low 32 bits.
+        forbidden_v4(embedded(seg[6], seg[7])).map(|_| "an IPv4-compatible IPv6 address of a forbidden IPv4 address")
+    } else if seg[0] == 0x2002 {
+        // 6to4: the IPv4 address follows the 2002::/16 prefix.
+        forbidden_v4(embedded(seg[1], seg[2])).map(|_| "a 6to4 address of a forbidden IPv4 address")
+    } else if seg[..2] == [0x2001, 0] {
+        // Teredo: the server's IPv4 address in bits 32-63, the client's (inverted) in the last 32.
+        let server = embedded(seg[2], seg[3]);
+        let client = embedded(!seg[6], !seg[7]);
+        forbidden_v4(server).or(forbidden_v4(client)).map(|_| "a Teredo address of a forbidden IPv4 address")
+    } else if seg[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        // NAT64: the IPv4 address is in the low 32 bits.
+        forbidden_v4(embedded(seg[6], seg[7])).map(|_| "a NAT64 address of a forbidden IPv4 address")
+    } else if seg[..3] == [0x64, 0xff9b, 1] {
+        // Local-use NAT64 (64:ff9b:1::/48): a network's own translator, to its own IPv4 space.
+        Some("a local-use NAT64 address")
     } else if seg[0] & 0xfe00 == 0xfc00 {
         Some("an IPv6 unique local address")
     } else if seg[0] & 0xffc0 == 0xfe80 {
         Some("an IPv6 link-local address")
+    } else if seg[0] & 0xffc0 == 0xfec0 {
+        Some("an IPv6 site-local address")
     } else if ip.is_multicast() {
         Some("an IPv6 multicast address")
-    } else if seg[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-        // NAT64: the IPv4 address is in the low 32 bits.
-        let v4 = Ipv4Addr::new((seg[6] >> 8) as u8, seg[6] as u8, (seg[7] >> 8) as u8, seg[7] as u8);
-        forbidden_v4(v4).map(|_| "a NAT64 address of a forbidden IPv4 address")
     } else {
         None
     }
@@ -152,10 +172,35 @@ mod tests {
             "::ffff:127.0.0.1",
             "::ffff:10.0.0.1",
             "64:ff9b::a9fe:a9fe",
+            "64:ff9b::127.0.0.1",
+            "64:ff9b:1::a00:1",
+            "::127.0.0.1",
+            "::10.0.0.1",
+            "::169.254.169.254",
+            "::ffff:0:127.0.0.1",
+            "2002:7f00:1::1",
+            "2002:a00:1::",
+            "2002:a9fe:a9fe::1",
+            // Teredo, client 127.0.0.1 (inverted: 80ff:fffe), public server.
+            "2001:0:808:808:0:0:80ff:fffe",
+            // Teredo, server 10.0.0.1.
+            "2001:0:a00:1::f7f7:f7f7",
+            "fec0::1",
         ] {
             assert!(forbidden_address(bad.parse().unwrap()).is_some(), "{bad}");
         }
-        for good in ["93.184.216.34", "8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8", "100.128.0.1"] {
+        for good in [
+            "93.184.216.34",
+            "8.8.8.8",
+            "2606:4700::1111",
+            "::ffff:8.8.8.8",
+            "100.128.0.1",
+            "::8.8.8.8",
+            "2002:808:808::1",
+            "64:ff9b::8.8.8.8",
+            // Teredo, server 8.8.8.8, client 8.8.4.4 (inverted: f7f7:fbfb).
+            "2001:0:808:808::f7f7:fbfb",
+        ] {
             assert_eq!(forbidden_address(good.parse().unwrap()), None, "{good}");
         }
     }

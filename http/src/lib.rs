@@ -10,4 +10,4 @@ pub mod framing;
 pub mod request_id;
 mod server;
 
-pub use server::{SHUTDOWN_GRACE, serve_http};
+pub use server::{SHUTDOWN_GRACE, serve_http, with_peer};

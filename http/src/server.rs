@@ -44,8 +44,8 @@ pub async fn serve_http(
             accepted = listener.accept() => accepted,
             () = cancel.cancelled() => break,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(err) => {
                 accept_error(err).await;
                 continue;
@@ -54,7 +54,8 @@ pub async fn serve_http(
         if let Err(err) = stream.set_nodelay(true) {
             tracing::debug!(error = %err, "cannot set TCP_NODELAY");
         }
-        let service = TowerToHyperService::new(crate::request_id::RequestId::new(app.clone()));
+        // The peer address goes with every request (`ConnectInfo`): log-in throttling counts by it.
+        let service = TowerToHyperService::new(crate::request_id::RequestId::new(with_peer(&app, peer)));
         // hyper's own answers to malformed framing get our JSON error body (`framing`).
         let stream = crate::framing::JsonFramingErrors::new(stream);
         let conn = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
@@ -87,6 +88,15 @@ pub async fn serve_http(
     if tokio::time::timeout(SHUTDOWN_GRACE, tracker.wait()).await.is_err() {
         tracing::warn!(open = tracker.len(), "connections still open after the shutdown grace period; closing them");
     }
+}
+
+/// `app` with the connection's peer address in each request's extensions, where axum's
+/// `ConnectInfo<SocketAddr>` extractor finds it.
+pub fn with_peer(
+    app: &Router,
+    peer: std::net::SocketAddr,
+) -> axum::middleware::AddExtension<Router, axum::extract::ConnectInfo<std::net::SocketAddr>> {
+    tower::Layer::layer(&axum::Extension(axum::extract::ConnectInfo(peer)), app.clone())
 }
 
 /// A failed accept: a connection that went away before we took it is skipped; anything else

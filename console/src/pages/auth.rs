@@ -12,13 +12,15 @@ use crate::flash;
 use crate::layout::Chrome;
 use crate::next;
 use crate::state::ConsoleState;
+use aqs_control_plane::client_addr::ClientAddr;
 use aqs_control_plane::{Credentials, auth};
 use aqs_core::ApiError;
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::{Query, State};
+use axum::http::HeaderValue;
 use axum::http::StatusCode;
-use axum::http::header::SET_COOKIE;
+use axum::http::header::{RETRY_AFTER, SET_COOKIE};
 use axum::response::{IntoResponse, Response};
 
 #[derive(Template, WebTemplate)]
@@ -109,6 +111,7 @@ pub(crate) async fn signup(State(state): State<ConsoleState>, visitor: Visitor, 
             errors.add("email", "an account with this email already exists; log in instead");
             Ok(guest_page(&state, visitor, true, "", email, errors, INVALID).await)
         }
+        Err(err @ ApiError::ServiceUnavailable { .. }) => Ok(try_later(&state, visitor, true, "", email, err).await),
         Err(err) => {
             let errors = FieldErrors::from_api(err, &["email", "password"])?;
             Ok(guest_page(&state, visitor, true, "", email, errors, INVALID).await)
@@ -116,11 +119,16 @@ pub(crate) async fn signup(State(state): State<ConsoleState>, visitor: Visitor, 
     }
 }
 
-pub(crate) async fn login(State(state): State<ConsoleState>, visitor: Visitor, form: FormData) -> PageResult {
+pub(crate) async fn login(
+    State(state): State<ConsoleState>,
+    client: ClientAddr,
+    visitor: Visitor,
+    form: FormData,
+) -> PageResult {
     let email = form.get("email").trim().to_owned();
     let next = form.get("next");
     let credentials = Credentials { email: email.clone(), password: form.get("password").to_owned() };
-    match auth::login(state.control(), credentials).await {
+    match auth::login(state.control(), credentials, client).await {
         Ok(signed_in) => {
             Ok(signed_in_response(&state, &visitor, &signed_in.session, landing(next), "You are logged in."))
         }
@@ -133,8 +141,41 @@ pub(crate) async fn login(State(state): State<ConsoleState>, visitor: Visitor, f
             let errors = FieldErrors::from_api(err, &["email"])?;
             Ok(guest_page(&state, visitor, false, next, email, errors, INVALID).await)
         }
+        Err(err @ (ApiError::RateLimited { .. } | ApiError::ServiceUnavailable { .. })) => {
+            Ok(try_later(&state, visitor, false, next, email, err).await)
+        }
         Err(err) => Err(ConsoleError::from(err)),
     }
+}
+
+/// The form again, saying when to try again: too many failed log-ins (429), or too many password
+/// checks at once (503). The status and `Retry-After` are the API's.
+async fn try_later(
+    state: &ConsoleState,
+    visitor: Visitor,
+    signup: bool,
+    next: &str,
+    email: String,
+    err: ApiError,
+) -> Response {
+    let (message, retry_after) = match &err {
+        ApiError::RateLimited { retry_after_secs, .. } => (
+            format!(
+                "Too many failed log-ins. For your account's safety, try again in {}.",
+                aqs_control_plane::login_throttle::wait_in_words(*retry_after_secs)
+            ),
+            *retry_after_secs,
+        ),
+        ApiError::ServiceUnavailable { retry_after_secs, .. } => {
+            ("The service is busy checking other passwords; try again in a few seconds.".to_owned(), *retry_after_secs)
+        }
+        _ => (err.to_string(), 1),
+    };
+    let mut errors = FieldErrors::default();
+    errors.set_form(message);
+    let mut response = guest_page(state, visitor, signup, next, email, errors, err.status()).await;
+    response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(retry_after));
+    response
 }
 
 fn signed_in_response(

@@ -138,6 +138,7 @@ async fn the_queue_limit_is_a_form_error(db: PgPool) {
     let member = aqs_control_plane::auth::login(
         &app.cp,
         aqs_control_plane::Credentials { email: "ada@example.com".into(), password: super::support::PASSWORD.into() },
+        aqs_control_plane::client_addr::ClientAddr(None),
     )
     .await
     .unwrap()

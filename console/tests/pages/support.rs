@@ -262,6 +262,7 @@ pub async fn queue_of(app: &TestConsole, email: &str, slug: &str) -> Queue {
     let member = aqs_control_plane::auth::login(
         &app.cp,
         aqs_control_plane::Credentials { email: email.into(), password: PASSWORD.into() },
+        aqs_control_plane::client_addr::ClientAddr(None),
     )
     .await
     .expect("login")

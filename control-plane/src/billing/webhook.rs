@@ -73,6 +73,23 @@ fn action(event: &Event) -> Action {
     }
 }
 
+/// A signed event whose texts hold NUL cannot be stored (PostgreSQL text refuses it) and is no
+/// event Stripe sends: a 400, not a failed insert answered 500.
+fn refuse_nul(event: &Event, action: &Action) -> ApiResult<()> {
+    let mut texts = vec![("id", &event.id), ("type", &event.kind)];
+    match action {
+        Action::RefreshCard { customer } | Action::Invoice { customer, .. } => texts.push(("customer", customer)),
+        Action::Subscription { customer, id, status, .. } => {
+            texts.extend([("customer", customer), ("data.object.id", id), ("data.object.status", status)]);
+        }
+        Action::Ignore => {}
+    }
+    match texts.iter().find(|(_, text)| text.contains('\0')) {
+        Some((field, _)) => Err(ApiError::invalid(format!("{field}: holds a NUL character"))),
+        None => Ok(()),
+    }
+}
+
 /// Checks and applies one delivery.
 pub async fn receive(cp: &ControlPlane, signature_header: Option<&str>, payload: &[u8]) -> ApiResult<Received> {
     let billing = super::account::required(cp)?;
@@ -84,6 +101,7 @@ pub async fn receive(cp: &ControlPlane, signature_header: Option<&str>, payload:
     let created = DateTime::<Utc>::from_timestamp(event.created, 0)
         .ok_or_else(|| ApiError::invalid("created: not a valid timestamp"))?;
     let action = action(&event);
+    refuse_nul(&event, &action)?;
     // The card is read from Stripe before the transaction: no lock is held across the network.
     let card = match &action {
         Action::RefreshCard { customer } => {

@@ -170,6 +170,15 @@ pub async fn delete(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<
     projection::remove_host(&mut cp.redis(), cp.keys(), &hostname).await.map_err(crate::projection::failed)
 }
 
+/// Removes the projection of hosts deleted with their queue: the data plane stops serving them.
+pub(crate) async fn remove_projections(cp: &ControlPlane, hostnames: &[String]) -> ApiResult<()> {
+    for hostname in hostnames {
+        tracing::info!(%hostname, "custom host removed with its queue");
+        projection::remove_host(&mut cp.redis(), cp.keys(), hostname).await.map_err(crate::projection::failed)?;
+    }
+    Ok(())
+}
+
 /// Asks the reconciler to look at the host now (DNS, then the certificate if needed).
 pub async fn check(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<Host> {
     let row = store::check_now(cp.db(), Some(member), id).await?.ok_or_else(not_found)?;

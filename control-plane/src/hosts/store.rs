@@ -198,3 +198,10 @@ pub(crate) async fn finish(
     }
     find(db, None, id).await
 }
+
+/// Deletes every host pinned to a queue being deleted, in the deletion's transaction (so no host
+/// is ever listed under a deleted queue, whose slug a new queue may take); answers their
+/// hostnames, whose projection `hosts::remove_projections` removes once the transaction commits.
+pub(crate) async fn delete_for_queue(tx: &mut sqlx::PgConnection, queue: Uuid) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar("DELETE FROM hosts WHERE queue_id = $1 RETURNING hostname").bind(queue).fetch_all(tx).await
+}

@@ -3,6 +3,7 @@
 
 use super::path::ApiPath;
 use crate::auth::{self, AuthMember, Credentials, PasswordChange, SignedIn};
+use crate::client_addr::ClientAddr;
 use crate::members::Member;
 use crate::sessions::Session;
 use crate::state::ControlPlane;
@@ -13,7 +14,7 @@ use axum::http::StatusCode;
 
 aqs_core::errors!(SignupErrors: "invalid_request", "conflict", "unsupported_media_type", "payload_too_large", "service_unavailable");
 
-aqs_core::errors!(LoginErrors: "invalid_request", "unauthorized", "unsupported_media_type", "payload_too_large", "service_unavailable");
+aqs_core::errors!(LoginErrors: "invalid_request", "unauthorized", "unsupported_media_type", "payload_too_large", "rate_limited", "service_unavailable");
 
 aqs_core::errors!(SessionErrors: "unauthorized", "service_unavailable");
 
@@ -34,9 +35,10 @@ pub(super) async fn signup(
     responses((status = 200, body = SignedIn, description = "The member and a 12 h session."), LoginErrors))]
 pub(super) async fn login(
     State(cp): State<ControlPlane>,
+    client: ClientAddr,
     ApiJson(credentials): ApiJson<Credentials>,
 ) -> ApiResult<ApiJson<SignedIn>> {
-    Ok(ApiJson(auth::login(&cp, credentials).await?))
+    Ok(ApiJson(auth::login(&cp, credentials, client).await?))
 }
 
 #[derive(serde::Serialize, utoipa::ToSchema)]

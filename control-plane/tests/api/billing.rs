@@ -367,6 +367,26 @@ async fn webhook_signatures_are_checked(db: PgPool) {
     assert_eq!(body, json!({"received": true, "outcome": "ignored"}));
 }
 
+/// A correctly signed event with NUL in a text PostgreSQL would store is refused as a bad request
+/// (it used to fail the insert and answer 500); nothing of it is recorded.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_signed_event_with_nul_in_its_texts_is_a_400(db: PgPool) {
+    let b = spawn_billed(db).await;
+    let invoice = |id: &str, customer: &str| {
+        event(id, "invoice.paid", now_secs(), json!({"id": "in_1", "object": "invoice", "customer": customer}))
+    };
+    for (payload, field) in [
+        (invoice("evt_nul_customer", "cus_\0x"), "customer"),
+        (invoice("evt_\0", "cus_1"), "id"),
+        (event("evt_nul_type", "invoice.paid\0", now_secs(), json!({"customer": "cus_1"})), "type"),
+    ] {
+        let message = b.deliver_signed(&payload).await.expect_error(400, "invalid_request");
+        assert!(message.starts_with(field), "{payload}: {message}");
+    }
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM billing_events").fetch_one(b.app.cp.db()).await.unwrap();
+    assert_eq!(stored, 0);
+}
+
 #[sqlx::test(migrations = "../migrations")]
 async fn events_apply_once_and_an_older_one_never_rolls_back_a_newer(db: PgPool) {
     let b = spawn_billed(db).await;

@@ -207,3 +207,28 @@ async fn a_path_that_is_not_a_slug_is_not_found(db: PgPool) {
         app.post(&session, &format!("/api/v1/queues/{bad}/pause"), json!({})).await.expect_error(404, "not_found");
     }
 }
+
+/// A deleted queue's hosts go with it, in its transaction: none is listed afterwards, not even
+/// under a new queue that takes the same slug.
+#[sqlx::test(migrations = "../migrations")]
+async fn deleting_a_queue_removes_its_hosts(db: PgPool) {
+    let app = spawn_app(db.clone()).await;
+    let ada = app.member("ada@example.com").await;
+    app.queue(&ada, "jobs").await;
+    app.queue(&ada, "other").await;
+    app.post(&ada, "/api/v1/domains", json!({"name": "example.com"})).await.expect(201);
+    // Verified by hand: the DNS check is not what this test is about.
+    sqlx::query("UPDATE domains SET status = 'verified', verified_at = now()").execute(&db).await.unwrap();
+    for (hostname, queue) in [("jobs.example.com", "jobs"), ("other.example.com", "other")] {
+        let body = json!({"hostname": hostname, "queue": queue});
+        app.post(&ada, "/api/v1/hosts", body).await.expect(201);
+    }
+    app.delete(&ada, "/api/v1/queues/jobs").await.expect(204);
+    app.queue(&ada, "jobs").await;
+    let listed = app.get(&ada, "/api/v1/hosts").await.expect(200);
+    let names: Vec<&str> =
+        listed["hosts"].as_array().unwrap().iter().map(|h| h["hostname"].as_str().unwrap()).collect();
+    assert_eq!(names, ["other.example.com"], "{listed}");
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM hosts").fetch_one(&db).await.unwrap();
+    assert_eq!(rows, 1);
+}

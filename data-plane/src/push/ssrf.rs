@@ -118,6 +118,11 @@ mod tests {
             "http://[::1]/",
             "http://[::ffff:127.0.0.1]/",
             "http://169.254.169.254/",
+            // IPv6 forms that embed a forbidden IPv4 address: judged by the address they embed.
+            "http://[::127.0.0.1]/",
+            "http://[2002:7f00:1::1]/",
+            "http://[64:ff9b::7f00:1]/",
+            "http://[2001:0:808:808::80ff:fffe]/",
         ] {
             assert!(check_literal(&Url::parse(bad).unwrap(), false).is_err(), "{bad}");
             assert!(check_literal(&Url::parse(bad).unwrap(), true).is_ok(), "{bad}");
