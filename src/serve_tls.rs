@@ -52,7 +52,8 @@ pub async fn serve_https(
             };
             // The same request ids and framing answers as the plain listener (`serve::serve_http`).
             let tls = aqs_http::framing::JsonFramingErrors::new(tls);
-            let service = TowerToHyperService::new(aqs_http::request_id::RequestId::new(aqs_http::with_peer(&app, peer)));
+            let service =
+                TowerToHyperService::new(aqs_http::request_id::RequestId::new(aqs_http::with_peer(&app, peer)));
             let conn = http.serve_connection(TokioIo::new(tls), service).with_upgrades();
             tokio::pin!(conn);
             let result = tokio::select! {
