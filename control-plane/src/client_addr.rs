@@ -60,7 +60,7 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|info| info.0);
-        let forwarded = parts.headers.get_all("x-forwarded-for").iter().last().and_then(|v| v.to_str().ok());
+        let forwarded = parts.headers.get_all("x-forwarded-for").iter().next_back().and_then(|v| v.to_str().ok());
         Ok(Self::of(peer, forwarded))
     }
 }

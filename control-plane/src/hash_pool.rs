@@ -88,6 +88,7 @@ impl HashPool {
                 return Err(ApiError::ServiceUnavailable {
                     message: "too many password checks at once; try again in a moment".into(),
                     retry_after_secs: RETRY_AFTER_SECS,
+                    cause: None,
                 });
             }
         };

@@ -101,7 +101,7 @@ async fn kill9_mid_delivery_delivers_again_after_the_timeout() {
         get_json(http, stats, token).await["depth"]["total"] == 0
     })
     .await;
-    let log = get_json(&http, &format!("{base}/api/v1/queues/{}/push/deliveries", tenant.slug), &tenant.session).await;
+    let log = get_json(http, &format!("{base}/api/v1/queues/{}/push/deliveries", tenant.slug), &tenant.session).await;
     assert_eq!(log["deliveries"][0]["outcome"], "acked", "{log}");
     assert_eq!(seen.lock().unwrap().len(), 2, "delivered exactly twice");
 }
