@@ -93,8 +93,12 @@ impl ApiError {
         let mut chain = cause.to_string();
         let mut source = cause.source();
         while let Some(err) = source {
-            chain.push_str(": ");
-            chain.push_str(&err.to_string());
+            // Some errors (redis's among them) already print their source: say each cause once.
+            let text = err.to_string();
+            if !chain.contains(&text) {
+                chain.push_str(": ");
+                chain.push_str(&text);
+            }
             source = err.source();
         }
         Self::outage(what, Some(chain))
@@ -315,6 +319,16 @@ mod tests {
         assert_eq!(ApiError::from(refused).code(), "service_unavailable");
         let script_error = RedisError::from((ErrorKind::Server(ServerErrorKind::ResponseError), "ERR bad script"));
         assert_eq!(ApiError::from(script_error).code(), "internal");
+    }
+
+    #[test]
+    fn an_outage_names_each_cause_once() {
+        let refused = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        let ApiError::ServiceUnavailable { cause: Some(cause), .. } = ApiError::from(refused) else {
+            panic!("a refused connection is an outage with its cause");
+        };
+        let said = std::io::Error::from(std::io::ErrorKind::ConnectionRefused).to_string();
+        assert_eq!(cause.matches(&said).count(), 1, "{cause}");
     }
 
     #[test]
