@@ -9,27 +9,20 @@
 import { bundle } from "./bundle.js";
 import type { Metrics } from "./metrics.js";
 import { Queue } from "./queue.js";
-import { binding, loadWorker, runPlan, type ConsumerPlan } from "./worker.js";
+import { binding, defaultLog, loadWorker, runPlan, type ConsumerPlan, type RunnerOptions } from "./worker.js";
 import { ConfigError, readConfig, tokensFor } from "./wrangler.js";
 
-export interface ProjectOptions {
+export interface ProjectOptions extends RunnerOptions {
   /** The wrangler configuration file. */
   config: string;
   /** The service's origin. */
   url: string;
   /** Where the tokens are read from (`AQS_TOKEN_<QUEUE>`, `AQS_TOKEN`); default `process.env`. */
   environment?: Record<string, string | undefined>;
-  /** Port of the `fetch` server (0 picks a free one; default 8787, as `wrangler dev`). */
-  port?: number;
-  host?: string;
-  metricsPort?: number;
-  log?: (line: string) => void;
-  signal?: AbortSignal;
-  summaryEveryMs?: number;
 }
 
 export async function runProject(options: ProjectOptions): Promise<Metrics> {
-  const log = options.log ?? ((line: string) => process.stderr.write(`aqs-worker: ${line}\n`));
+  const log = options.log ?? defaultLog;
   const project = readConfig(options.config);
   const queues = [...project.producers.map((p) => p.queue), ...project.consumers.map((c) => c.queue)];
   const tokens = tokensFor(queues, options.environment ?? process.env);

@@ -30,7 +30,26 @@ export interface Binding {
 
 type FetchHandler = (request: Request, env: Record<string, unknown>, ctx: Context) => Response | Promise<Response>;
 
-export interface WorkerOptions {
+/** What every way of running a Worker shares: the `fetch` server, the counters and the status lines. */
+export interface RunnerOptions {
+  /** Port of the `fetch` server (0 picks a free one; default 8787, as `wrangler dev`). */
+  port?: number;
+  host?: string;
+  /** Serves the counters as JSON on 127.0.0.1 at this port (0 picks a free one). */
+  metricsPort?: number;
+  /** Where status lines go (default stderr). */
+  log?: (line: string) => void;
+  signal?: AbortSignal;
+  /** The summary line's period (default one minute). */
+  summaryEveryMs?: number;
+}
+
+/** Status lines to stderr, prefixed with the runner's name. */
+export function defaultLog(line: string): void {
+  process.stderr.write(`aqs-worker: ${line}\n`);
+}
+
+export interface WorkerOptions extends RunnerOptions {
   /** Path of the Worker module (exports `queue` and/or `fetch`, or a default object holding them). */
   module: string;
   url: string;
@@ -45,16 +64,6 @@ export interface WorkerOptions {
   visibilitySeconds?: number;
   /** Batches handled at once (default 1). */
   concurrency?: number;
-  /** Port of the `fetch` server (0 picks a free one; default 8787). */
-  port?: number;
-  host?: string;
-  /** Serves the counters as JSON on 127.0.0.1 at this port (0 picks a free one). */
-  metricsPort?: number;
-  /** Where status lines go (default stderr). */
-  log?: (line: string) => void;
-  signal?: AbortSignal;
-  /** The summary line's period (default one minute). */
-  summaryEveryMs?: number;
 }
 
 export async function runWorker(options: WorkerOptions): Promise<Metrics> {
@@ -132,21 +141,15 @@ export interface ConsumerPlan {
   retryDelaySeconds?: number;
 }
 
-export interface Plan {
+export interface Plan extends RunnerOptions {
   handlers: Handlers;
   env: Record<string, unknown>;
   consumers: ConsumerPlan[];
-  port?: number;
-  host?: string;
-  metricsPort?: number;
-  log?: (line: string) => void;
-  signal?: AbortSignal;
-  summaryEveryMs?: number;
 }
 
 /** Serves `fetch`, runs every consumer, and resolves once the signal stopped them all. */
 export async function runPlan(plan: Plan): Promise<Metrics> {
-  const log = plan.log ?? ((line: string) => process.stderr.write(`aqs-worker: ${line}\n`));
+  const log = plan.log ?? defaultLog;
   const { env } = plan;
   const metrics = newMetrics();
   const servers: Server[] = [];
