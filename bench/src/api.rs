@@ -47,6 +47,11 @@ impl Tenancy {
         Ok(Self { conn, session, queues_made: 0, undeleted: Vec::new() })
     }
 
+    /// Queues of an existing member (the push scenarios' operator), who is never replaced.
+    pub fn with_session(conn: Conn, session: HeaderValue) -> Self {
+        Self { conn, session, queues_made: 0, undeleted: Vec::new() }
+    }
+
     /// A fresh queue named after `name`, with `tokens` tokens (the first comes with the queue).
     pub async fn queue(&mut self, name: &str, tokens: usize) -> anyhow::Result<BenchQueue> {
         if self.queues_made == QUEUES_PER_MEMBER {

@@ -13,11 +13,13 @@ pub mod api;
 pub mod bullmq;
 pub mod client;
 pub mod floor;
+pub mod handler;
 pub mod latency;
 pub mod load;
 pub mod monitor;
 pub mod peers;
 pub mod proc_status;
+pub mod push_api;
 pub mod redis_stats;
 pub mod scale;
 pub mod scenario_result;
@@ -55,7 +57,7 @@ pub struct Options {
 
 /// The scenario groups, in the order they run. The peer groups come last: they compare with the
 /// AQS figures of the same run.
-pub const GROUPS: [&str; 10] = [
+pub const GROUPS: [&str; 11] = [
     "publish_single",
     "publish_batch",
     "consume_ack",
@@ -64,6 +66,7 @@ pub const GROUPS: [&str; 10] = [
     "memory",
     "idle_polls",
     "replica_acks",
+    "push",
     "rabbitmq",
     "nats",
 ];
@@ -95,6 +98,7 @@ pub async fn run(options: &Options) -> anyhow::Result<Vec<ScenarioResult>> {
             "memory" => scenarios::memory::run(&mut ctx).await,
             "idle_polls" => scenarios::idle_polls::run(&mut ctx).await,
             "replica_acks" => scenarios::replica_acks::run(&mut ctx).await,
+            "push" => scenarios::push::run(&mut ctx).await,
             "rabbitmq" => scenarios::vs_peers::rabbitmq(&mut ctx).await,
             "nats" => scenarios::vs_peers::jetstream(&mut ctx).await,
             other => unreachable!("group {other} is in GROUPS but has no scenario"),
@@ -108,7 +112,9 @@ pub async fn run(options: &Options) -> anyhow::Result<Vec<ScenarioResult>> {
 }
 
 /// Every scenario except BullMQ, RabbitMQ and JetStream included, about a second each with small
-/// counts (200 idle long polls instead of 10,000), against a running `aqs serve` at `base_url` on `redis_url`. Starts its own
+/// counts (200 idle long polls instead of 10,000), against a running `aqs serve` at `base_url` on
+/// `redis_url`, started with `AQS_OPERATOR_EMAILS` naming `push_api::OPERATOR_EMAIL` and
+/// `AQS_PUSH_ALLOW_PRIVATE_NETWORKS=true` (the push scenarios deliver to a handler on loopback). Starts its own
 /// floor server in this process and makes its own member and queues. Fails if any scenario
 /// could not run; asserts nothing about timings.
 pub async fn smoke(base_url: &str, redis_url: &str, aqs_pid: u32) -> anyhow::Result<Vec<ScenarioResult>> {

@@ -1,6 +1,7 @@
-//! The `aqs-bench` command: `floor` serves the floor route for a run; `run` measures every
-//! scenario against a running service and prints the table, then one JSON line per result.
-//! `infra/bench` starts the service, the floor and BullMQ and calls both.
+//! The `aqs-bench` command: `floor` serves the floor route for a run; `handler` serves the lean
+//! push handler (for BullMQ's push worker); `run` measures every scenario against a running
+//! service and prints the table, then one JSON line per result. `infra/bench` starts the service,
+//! the floor, the handler and BullMQ and calls `run`.
 
 use anyhow::Context;
 use aqs_bench::{BullmqResults, Options, Scale, table};
@@ -21,6 +22,12 @@ enum Command {
         listen: String,
         #[arg(long)]
         redis: String,
+    },
+    /// Serve the lean push handler: `POST /<lane>` answers 200 at once (500 to one request in ten
+    /// on a lane named `flaky…`).
+    Handler {
+        #[arg(long)]
+        listen: String,
     },
     /// What the end-to-end tests run (`aqs_bench::smoke`): every scenario but BullMQ for about a
     /// second, with an in-process floor and private RabbitMQ and NATS servers; fails if any
@@ -56,7 +63,7 @@ enum Command {
         #[arg(long)]
         smoke: bool,
         /// Run only these scenario groups (comma-separated): publish_single, publish_batch,
-        /// consume_ack, wakeup, end_to_end, memory, idle_polls, replica_acks, rabbitmq, nats (a peer group also
+        /// consume_ack, wakeup, end_to_end, memory, idle_polls, replica_acks, push, rabbitmq, nats (a peer group also
         /// runs the AQS groups it is compared with).
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,
@@ -82,6 +89,18 @@ fn main() -> anyhow::Result<()> {
                     .await
                     .with_context(|| format!("cannot listen on {listen}"))?;
                 aqs_bench::floor::serve(listener, &redis, async {
+                    tokio::signal::ctrl_c().await.ok();
+                })
+                .await
+            })
+        }
+        Command::Handler { listen } => {
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            runtime.block_on(async {
+                let listener = tokio::net::TcpListener::bind(&listen)
+                    .await
+                    .with_context(|| format!("cannot listen on {listen}"))?;
+                aqs_bench::handler::serve(listener, aqs_bench::handler::Counters::default(), async {
                     tokio::signal::ctrl_c().await.ok();
                 })
                 .await

@@ -30,6 +30,9 @@ pub struct Scale {
     pub idle_polls: usize,
     pub idle_queues: usize,
     pub idle_wakeups: usize,
+    /// Each push window: the handler's floor, message and batch mode kept full, the open-loop
+    /// latency and the run with a flaky handler (their depth is `depth`).
+    pub push: Duration,
     /// Requests watched with MONITOR to tell client commands from script commands.
     pub calibration_requests: usize,
 }
@@ -53,6 +56,7 @@ impl Scale {
             idle_polls: 10_000,
             idle_queues: 10,
             idle_wakeups: 500,
+            push: Duration::from_secs(10),
             calibration_requests: 200,
         }
     }
@@ -69,6 +73,7 @@ impl Scale {
             wakeups: 200,
             memory_messages: 20_000,
             idle_wakeups: 200,
+            push: Duration::from_secs(4),
             calibration_requests: 50,
             ..Self::full()
         }
@@ -92,6 +97,7 @@ impl Scale {
             idle_polls: 200,
             idle_queues: 2,
             idle_wakeups: 20,
+            push: Duration::from_secs(1),
             calibration_requests: 10,
         }
     }

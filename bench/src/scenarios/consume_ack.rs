@@ -112,7 +112,7 @@ async fn measure(ctx: &mut Ctx) -> anyhow::Result<Vec<ScenarioResult>> {
     ])
 }
 
-async fn prefill(target: &Target, queue: &BenchQueue, body: &str, count: usize) -> anyhow::Result<()> {
+pub(super) async fn prefill(target: &Target, queue: &BenchQueue, body: &str, count: usize) -> anyhow::Result<()> {
     // Setup, not measured: through the typed client, four batches in flight.
     let batches = count.div_ceil(BATCH * 4);
     let tasks: Vec<_> = (0..4)

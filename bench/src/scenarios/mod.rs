@@ -9,6 +9,8 @@ pub mod memory;
 pub mod open_loop;
 pub mod publish_batch;
 pub mod publish_single;
+pub mod push;
+pub mod push_load;
 pub mod redis_cost;
 pub mod replica_acks;
 pub mod vs_peers;

@@ -1,0 +1,205 @@
+//! Push delivery against a lean handler the bench runs (`handler`), as `docs/performance.md`
+//! describes: the handler's floor (the bench's own client POSTing the same message-mode bodies at
+//! the same concurrency, 100), message mode (concurrency 100) and batch mode (100 per run) with
+//! the queue kept full, compared with that floor and with a BullMQ worker (concurrency 100) whose
+//! processor POSTs each job to the same kind of handler; publish → handler latency open loop at
+//! half of message mode's measured rate; and message mode again against a handler that answers
+//! 500 to one request in ten, for the rates of first deliveries and of retries.
+
+use super::push_load::{self, Measured};
+use super::{Ctx, progress};
+use crate::api::{BenchQueue, Tenancy, sample_body};
+use crate::client::{Call, Target};
+use crate::handler::LocalHandler;
+use crate::load::{Window, closed_loop};
+use crate::push_api::{Mode, PushOperator};
+use crate::scenario_result::{ScenarioResult, Target as Goal};
+use hyper::StatusCode;
+use serde_json::json;
+
+/// In-flight requests: message mode's concurrency, the floor's connections, BullMQ's concurrency.
+const CONCURRENCY: u32 = 100;
+/// Batch mode: messages per run, and batches in flight (the push target's default).
+const PER_RUN: u32 = 100;
+const BATCH_CONCURRENCY: u32 = 10;
+
+const MESSAGE: &str = "push_message_100";
+const VS_BULLMQ: &str = "push_message_100_vs_bullmq";
+const BATCH: &str = "push_batch_100";
+const LATENCY: &str = "push_latency";
+const FIRST: &str = "push_retry_first_deliveries";
+const RETRIES: &str = "push_retry_retries";
+
+pub async fn run(ctx: &mut Ctx) -> Vec<ScenarioResult> {
+    let handler = match LocalHandler::spawn() {
+        Ok(handler) => handler,
+        Err(err) => return vec![ScenarioResult::failed(MESSAGE, "msgs/s", &err)],
+    };
+    let (mut operator, mut tenancy) = match setup(ctx, &handler).await {
+        Ok(set) => set,
+        Err(err) => return vec![ScenarioResult::failed(MESSAGE, "msgs/s", &err)],
+    };
+    let mut push = Push { ctx, handler: &handler, operator: &mut operator, tenancy: &mut tenancy };
+    let mut rows = Vec::new();
+    let floor = push.floor().await;
+    let bullmq = push.ctx.bullmq("push_worker_100");
+    let message = push.kept_full("message", Mode::Message { concurrency: CONCURRENCY }).await;
+    match (&message, &floor) {
+        (Ok(m), Ok(floor)) => {
+            let note = format!("{}; floor: the bench's client POSTing the same bodies over {CONCURRENCY} connections", m.note);
+            rows.push(m.row(MESSAGE).compared("plain client, 100 connections", Some(*floor)).target(Goal::RatioAtLeast(0.5)).note(note));
+        }
+        (Err(err), _) | (_, Err(err)) => rows.push(ScenarioResult::failed(MESSAGE, "msgs/s", err)),
+    }
+    match &message {
+        Ok(m) => rows.push(
+            m.row(VS_BULLMQ)
+                .compared("bullmq worker 100, POST per job", bullmq)
+                .target(Goal::RatioAtLeast(1.5))
+                .note("BullMQ: bench.mjs drains N jobs with a Worker of concurrency 100 whose processor POSTs each job"),
+        ),
+        Err(err) => rows.push(ScenarioResult::failed(VS_BULLMQ, "msgs/s", err)),
+    }
+    let batch =
+        push.kept_full("batch", Mode::Batch { per_run: PER_RUN, concurrency: BATCH_CONCURRENCY }).await;
+    rows.push(match batch {
+        Ok(b) => b.row(BATCH).compared("bullmq worker 100, POST per job", bullmq).target(Goal::RatioAtLeast(3.0)),
+        Err(err) => ScenarioResult::failed(BATCH, "msgs/s", &err),
+    });
+    rows.push(match &message {
+        Ok(m) => push.latency(m.rate / 2.0).await.unwrap_or_else(|err| ScenarioResult::failed(LATENCY, "ms (p99)", &err)),
+        Err(err) => ScenarioResult::failed(LATENCY, "ms (p99)", err),
+    });
+    match push.kept_full("flaky", Mode::Message { concurrency: CONCURRENCY }).await {
+        Ok(f) => {
+            let (first, retries) = (f.measured.per_second(f.measured.seen.first), f.measured.per_second(f.measured.seen.retries));
+            let answered = format!("handler answered 500 to {} of {} requests", f.measured.seen.failed, f.measured.seen.requests);
+            rows.push(ScenarioResult::new(FIRST, first, "msgs/s").note(format!("{answered}; {}", f.note)));
+            rows.push(ScenarioResult::new(RETRIES, retries, "msgs/s").note(
+                "redeliveries the handler saw after a 500, each after the default backoff (about 0.5–1 s for the first retry)",
+            ));
+        }
+        Err(err) => {
+            rows.push(ScenarioResult::failed(FIRST, "msgs/s", &err));
+            rows.push(ScenarioResult::failed(RETRIES, "msgs/s", &err));
+        }
+    }
+    if let Err(err) = tenancy.delete_made().await {
+        progress(&format!("could not delete the push queues: {err:#}"));
+    }
+    rows
+}
+
+async fn setup(ctx: &Ctx, handler: &LocalHandler) -> anyhow::Result<(PushOperator, Tenancy)> {
+    let operator = PushOperator::new(&ctx.target, &handler.base_url).await?;
+    let tenancy = operator.tenancy(&ctx.target).await?;
+    Ok((operator, tenancy))
+}
+
+struct Push<'a> {
+    ctx: &'a Ctx,
+    handler: &'a LocalHandler,
+    operator: &'a mut PushOperator,
+    tenancy: &'a mut Tenancy,
+}
+
+/// A kept-full run's figures and what to say about them.
+struct KeptFull {
+    measured: Measured,
+    rate: f64,
+    note: String,
+}
+
+impl KeptFull {
+    fn row(&self, scenario: &str) -> ScenarioResult {
+        ScenarioResult::new(scenario, self.rate, "msgs/s").note(self.note.clone())
+    }
+}
+
+impl Push<'_> {
+    /// The bench's client POSTing message-mode bodies straight to the handler: what it takes.
+    async fn floor(&self) -> anyhow::Result<f64> {
+        let s = &self.ctx.scale;
+        let target = Target::parse(&self.handler.base_url).await?;
+        progress(&format!("floor: POST to the push handler, {CONCURRENCY} connections, {:?}", s.push));
+        let body = json!({
+            "id": uuid::Uuid::new_v4().simple().to_string(),
+            "queue": "bench-push",
+            "payload": sample_body(),
+            "attempts": 0,
+        })
+        .to_string();
+        let call = Call::post("/floor", None, body)?;
+        let calls = vec![call; CONCURRENCY as usize];
+        let tally = closed_loop(&target, calls, Window::after(s.warmup, s.push), StatusCode::OK, 1).await;
+        tally.ensure_progress("the handler's floor")?;
+        Ok(tally.msgs as f64 / s.push.as_secs_f64())
+    }
+
+    /// A queue with one token per connection that publishes to it (tokens have their own limits).
+    async fn queue(&mut self, lane: &str, connections: usize) -> anyhow::Result<BenchQueue> {
+        self.tenancy.queue(&format!("push-{lane}"), connections.max(1)).await
+    }
+
+    async fn kept_full(&mut self, lane: &str, mode: Mode) -> anyhow::Result<KeptFull> {
+        let s = self.ctx.scale.clone();
+        let queue = self.queue(lane, s.producers).await?;
+        let url = format!("{}/{lane}", self.handler.base_url);
+        let counters = &self.handler.counters;
+        let start = self.operator.start(&queue.slug, &url, mode);
+        let windows = (s.warmup.max(std::time::Duration::from_millis(500)), s.push);
+        let measured =
+            push_load::kept_full(&self.ctx.target, &queue, counters, lane, s.depth, s.producers, windows, start)
+                .await;
+        // Off whatever happened, so the dispatcher does not go on delivering during the next run.
+        let stopped = self.operator.stop(&queue.slug).await;
+        let measured = measured?;
+        stopped?;
+        if measured.seen.messages() == 0 {
+            anyhow::bail!("the handler saw no delivery on {lane} in the window");
+        }
+        let rate = measured.rate();
+        let note = format!(
+            "{} POSTs carrying {} messages in {:.1} s; {} producers publishing {}/s kept {} waiting (at the end: {}){}",
+            measured.seen.requests,
+            measured.seen.messages(),
+            measured.seconds,
+            s.producers,
+            measured.per_second(measured.produced.msgs).round(),
+            s.depth,
+            measured.depth_end,
+            measured.produced.error_note()
+        );
+        Ok(KeptFull { measured, rate, note })
+    }
+
+    /// Publish → handler latency, open loop at `rate` single publishes per second.
+    async fn latency(&mut self, rate: f64) -> anyhow::Result<ScenarioResult> {
+        let s = self.ctx.scale.clone();
+        let lane = "latency";
+        let conns = s.single_connections;
+        let queue = self.queue(lane, conns).await?;
+        let url = format!("{}/{lane}", self.handler.base_url);
+        self.operator.start(&queue.slug, &url, Mode::Message { concurrency: CONCURRENCY }).await?;
+        let counters = &self.handler.counters;
+        // One message first: the dispatcher is running once it arrives.
+        queue.client(&self.ctx.target, 0).publish(aqs_client::NewMessage::raw_json(&sample_body())).await?;
+        push_load::wait_for_first(counters, lane, 1).await?;
+        progress(&format!("aqs: push latency at {rate:.0}/s, {:?}", s.push));
+        let run = push_load::open_loop(&self.ctx.target, &queue, counters, lane, conns, rate, s.push).await;
+        let stopped = self.operator.stop(&queue.slug).await;
+        let (mut latencies, tally) = run?;
+        stopped?;
+        let (p50, p99) = latencies.p50_p99_ms();
+        let p99 = p99.ok_or_else(|| anyhow::anyhow!("the handler timed no delivery ({})", tally.error_note()))?;
+        Ok(ScenarioResult::new(LATENCY, p99, "ms (p99)")
+            .latency(p50, Some(p99))
+            .target(Goal::Latency { p50_ms: None, p99_ms: 10.0 })
+            .note(format!(
+                "offered {rate:.0}/s (half of message mode's rate), {conns} connections publishing one message each, push concurrency {CONCURRENCY}; {} of {} published messages timed at the handler, from the scheduled publish{}",
+                latencies.len(),
+                tally.msgs,
+                tally.error_note()
+            )))
+    }
+}

@@ -1,0 +1,184 @@
+//! The loads of the push scenarios (`push`): a queue kept full while the service pushes it to
+//! the bench's handler, and single publishes on an open-loop schedule whose trip to the handler is
+//! timed. Both read their figures from the handler's counters for their own lane.
+
+use super::consume_ack::prefill;
+use super::progress;
+use crate::api::{BenchQueue, sample_body, timed_body_at};
+use crate::client::Target;
+use crate::handler::{Counters, LaneCounts};
+use crate::latency::Latencies;
+use crate::load::{Tally, Window};
+use crate::scenarios::open_loop::dispatch;
+use crate::schedule::Schedule;
+use hyper::StatusCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::{Mutex, mpsc};
+
+/// Messages per publish request of the producers that keep a queue full.
+const BATCH: usize = 100;
+/// How long a pushed queue may take to send its first message (the dispatcher starts within about
+/// a second of push being turned on).
+const FIRST_DELIVERY_WITHIN: Duration = Duration::from_secs(10);
+
+/// What the handler saw of a lane inside a measured window.
+pub struct Measured {
+    pub seconds: f64,
+    pub seen: LaneCounts,
+    /// Messages published but not yet delivered once, at the end of the window.
+    pub depth_end: u64,
+    pub produced: Tally,
+}
+
+impl Measured {
+    pub fn rate(&self) -> f64 {
+        self.seen.messages() as f64 / self.seconds
+    }
+
+    pub fn per_second(&self, count: u64) -> f64 {
+        count as f64 / self.seconds
+    }
+}
+
+/// Waits until `lane` has seen at least `count` first deliveries.
+pub async fn wait_for_first(counters: &Counters, lane: &str, count: u64) -> anyhow::Result<()> {
+    let start = Instant::now();
+    while counters.counts(lane).first < count {
+        if start.elapsed() > FIRST_DELIVERY_WITHIN {
+            anyhow::bail!("the handler saw no delivery on {lane} within {FIRST_DELIVERY_WITHIN:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(())
+}
+
+/// Prefills `queue` with `depth` messages, lets `start_push` turn push on, then keeps the queue at
+/// that depth (producers publish batches of 100 while fewer than `depth` messages wait for their
+/// first delivery) through a warm-up and a measured window of `duration`.
+pub async fn kept_full(
+    target: &Target,
+    queue: &BenchQueue,
+    counters: &Counters,
+    lane: &str,
+    depth: usize,
+    producers: usize,
+    (warmup, duration): (Duration, Duration),
+    start_push: impl Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<Measured> {
+    let body = sample_body();
+    prefill(target, queue, &body, depth).await?;
+    let published = Arc::new(AtomicU64::new(depth.div_ceil(BATCH * 4) as u64 * (BATCH * 4) as u64));
+    start_push.await?;
+    wait_for_first(counters, lane, 1).await?;
+    let window = Window::after(warmup, duration);
+    progress(&format!("aqs: push to lane {lane}, depth {depth}, {duration:?}"));
+    let tasks: Vec<_> = (0..producers)
+        .map(|i| {
+            let call = queue.publish_batch(i, &body, BATCH)?;
+            let (target, counters, published, lane) =
+                (target.clone(), counters.clone(), published.clone(), lane.to_owned());
+            Ok(tokio::spawn(async move {
+                let mut tally = Tally::default();
+                let mut conn = match target.connect().await {
+                    Ok(conn) => conn,
+                    Err(err) => {
+                        tally.error(format!("{err:#}"));
+                        return tally;
+                    }
+                };
+                while Instant::now() < window.end {
+                    let waiting = published.load(Ordering::Relaxed).saturating_sub(counters.counts(&lane).first);
+                    if waiting >= depth as u64 {
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                        continue;
+                    }
+                    match conn.expect(&call, StatusCode::CREATED).await {
+                        Ok(_) => {
+                            published.fetch_add(BATCH as u64, Ordering::Relaxed);
+                            tally.ops += 1;
+                            tally.msgs += BATCH as u64;
+                        }
+                        Err(err) => {
+                            tally.error(format!("publish: {err:#}"));
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        }
+                    }
+                }
+                tally
+            }))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    tokio::time::sleep_until(window.measure_from.into()).await;
+    let before = counters.counts(lane);
+    tokio::time::sleep_until(window.end.into()).await;
+    let after = counters.counts(lane);
+    let produced = crate::load::join(tasks).await;
+    let seen = LaneCounts {
+        requests: after.requests - before.requests,
+        first: after.first - before.first,
+        retries: after.retries - before.retries,
+        failed: after.failed - before.failed,
+    };
+    let depth_end = published.load(Ordering::Relaxed).saturating_sub(after.first);
+    Ok(Measured { seconds: window.seconds(), seen, depth_end, produced })
+}
+
+/// Publishes timed single messages to a pushed queue at `rate` for `duration` over `connections`
+/// connections, then waits (up to 5 s) for the handler to have seen them all; returns the
+/// handler's publish → handler latencies and the publishers' tally.
+pub async fn open_loop(
+    target: &Target,
+    queue: &BenchQueue,
+    counters: &Counters,
+    lane: &str,
+    connections: usize,
+    rate: f64,
+    duration: Duration,
+) -> anyhow::Result<(Latencies, Tally)> {
+    let seen_before = counters.counts(lane).first;
+    counters.take_latencies(lane);
+    let mut conns = Vec::with_capacity(connections);
+    for _ in 0..connections {
+        conns.push(target.connect().await?);
+    }
+    let schedule = Schedule::new(Instant::now() + Duration::from_millis(100), rate, duration);
+    let (tx, rx) = mpsc::unbounded_channel::<Instant>();
+    let dispatcher = std::thread::spawn(move || dispatch(schedule, tx));
+    let arrivals = Arc::new(Mutex::new(rx));
+    let workers: Vec<_> = conns
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut conn)| {
+            let (arrivals, queue) = (arrivals.clone(), queue.clone());
+            tokio::spawn(async move {
+                let mut tally = Tally::default();
+                loop {
+                    let Some(due) = arrivals.lock().await.recv().await else { return tally };
+                    let call = match queue.publish(i, &timed_body_at(due)) {
+                        Ok(call) => call,
+                        Err(err) => {
+                            tally.error(format!("{err:#}"));
+                            continue;
+                        }
+                    };
+                    match conn.expect(&call, StatusCode::CREATED).await {
+                        Ok(_) => {
+                            tally.ops += 1;
+                            tally.msgs += 1;
+                        }
+                        Err(err) => tally.error(format!("{err:#}")),
+                    }
+                }
+            })
+        })
+        .collect();
+    let tally = crate::load::join(workers).await;
+    dispatcher.join().map_err(|_| anyhow::anyhow!("open-loop dispatcher panicked"))?;
+    let settle_by = Instant::now() + Duration::from_secs(5);
+    while counters.counts(lane).first < seen_before + tally.msgs && Instant::now() < settle_by {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok((counters.take_latencies(lane), tally))
+}
