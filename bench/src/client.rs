@@ -98,7 +98,7 @@ impl Conn {
         if let Some(auth) = &call.auth {
             headers.insert(AUTHORIZATION, auth.clone());
         }
-        if call.method == Method::POST {
+        if call.method == Method::POST || !call.body.is_empty() {
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
         self.sender.ready().await.context("connection closed")?;
