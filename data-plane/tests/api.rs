@@ -45,6 +45,8 @@ mod push_guard;
 mod push_handler;
 #[path = "api/push_replicas.rs"]
 mod push_replicas;
+#[path = "api/push_settle.rs"]
+mod push_settle;
 #[path = "api/rate_limits.rs"]
 mod rate_limits;
 #[path = "api/recovery.rs"]

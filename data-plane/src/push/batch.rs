@@ -16,7 +16,7 @@ use crate::state::DataPlane;
 use aqs_core::error::ApiResult;
 use aqs_core::ids::MessageId;
 use aqs_core::push::{DeliveryOutcome, DeliveryRecord};
-use aqs_core::receipt::Receipt;
+use aqs_core::receipt::{AckHint, Receipt};
 use aqs_core::time::{now_ms, rfc3339};
 use aqs_engine::Delivery;
 use serde_json::{Value, json};
@@ -78,7 +78,8 @@ pub async fn apply(
     match verdict {
         BatchVerdict::AckAll => {
             let receipts: Vec<Receipt> = deliveries.iter().map(|d| receipt(settings, d)).collect();
-            let acked = engine.ack(settings.queue, &receipts, now).await?;
+            let hints: Vec<Option<AckHint>> = deliveries.iter().map(|d| Some(d.hint)).collect();
+            let acked = engine.ack_hinted(settings.queue, &receipts, &hints, now).await?;
             Ok(if acked.iter().all(|ok| *ok) { DeliveryOutcome::Acked } else { DeliveryOutcome::LeaseLost })
         }
         BatchVerdict::RetryAll { after, reason } => {
@@ -96,8 +97,9 @@ pub async fn apply(
             let (again, done): (Vec<&Delivery>, Vec<&Delivery>) =
                 deliveries.iter().partition(|d| retry.contains_key(&d.message.to_string()));
             let receipts: Vec<Receipt> = done.iter().map(|d| receipt(settings, d)).collect();
+            let hints: Vec<Option<AckHint>> = done.iter().map(|d| Some(d.hint)).collect();
             if !receipts.is_empty() {
-                engine.ack(settings.queue, &receipts, now).await?;
+                engine.ack_hinted(settings.queue, &receipts, &hints, now).await?;
             }
             for d in again {
                 let delay = retry[&d.message.to_string()].unwrap_or_else(|| backoff::delay(d.attempts));

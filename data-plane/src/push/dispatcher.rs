@@ -8,9 +8,12 @@
 //! each wait ends after at most `POLL` and the loop looks again, never polling Redis in
 //! between). At most `concurrency` deliveries of a queue are in flight per replica, each holding a
 //! semaphore permit from lease to settlement: a message in message mode, a whole batch in batch
-//! mode. Stopped, it hands back what it leased but did not send, uncounted.
+//! mode. In message mode the permits come back in groups (the settler applies many answers per
+//! script call), so one lease call takes many messages. Stopped, it hands back what it leased but
+//! did not send, uncounted.
 
 use super::settings::PushSettings;
+use super::settle::Settler;
 use super::{batch, message};
 use crate::longpoll;
 use crate::state::DataPlane;
@@ -45,6 +48,9 @@ pub enum Leased {
 pub async fn run(state: DataPlane, settings: PushSettings, stop: CancellationToken) {
     let settings = Arc::new(settings);
     let permits = Arc::new(Semaphore::new(settings.concurrency()));
+    // Message mode's answers are applied to their leases many at a time; the settler ends once
+    // this and every in-flight delivery's clone are gone.
+    let settler = Settler::spawn(state.clone(), settings.clone());
     let mut failing = false;
     tracing::info!(queue = %settings.queue, mode = settings.mode().as_str(), "push dispatcher started");
     loop {
@@ -71,7 +77,7 @@ pub async fn run(state: DataPlane, settings: PushSettings, stop: CancellationTok
             }
             Leased::Messages(deliveries) => {
                 failing = false;
-                dispatch(&state, &settings, deliveries, held);
+                dispatch(&state, &settings, &settler, deliveries, held);
             }
             Leased::Nothing => {}
             Leased::Paused => idle(&stop).await,
@@ -131,10 +137,12 @@ async fn hand_back(state: &DataPlane, settings: &PushSettings, deliveries: &[Del
     }
 }
 
-/// Starts the delivery tasks: one per message (each with its permit) or one per batch.
+/// Starts the delivery tasks: one per message (each with its permit, released once the settler
+/// has applied its answer) or one per batch.
 fn dispatch(
     state: &DataPlane,
     settings: &Arc<PushSettings>,
+    settler: &Settler,
     deliveries: Vec<Delivery>,
     mut held: Vec<OwnedSemaphorePermit>,
 ) {
@@ -142,10 +150,9 @@ fn dispatch(
         PushMode::Message => {
             for delivery in deliveries {
                 let permit = held.pop();
-                let (state, settings) = (state.clone(), settings.clone());
+                let (state, settings, settler) = (state.clone(), settings.clone(), settler.clone());
                 tokio::spawn(async move {
-                    message::deliver(&state, &settings, delivery).await;
-                    drop(permit);
+                    message::deliver(&state, &settings, delivery, &settler, permit).await;
                 });
             }
         }

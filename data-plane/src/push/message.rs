@@ -1,5 +1,6 @@
 //! Message mode: one POST per message, `{"id", "queue", "payload", "attempts"}` as
-//! `docs/push-delivery.md` describes it, then the verdict applied to the message's lease.
+//! `docs/push-delivery.md` describes it, then the verdict applied to the message's lease (by the
+//! dispatcher's settler, `settle`, many leases per script call).
 //!
 //! `payload` is the body as a string (a producer's `JSON.stringify`'d payload arrives as that JSON
 //! text), or `payload_base64` for a body that is not UTF-8. `attempts` counts the previous
@@ -7,9 +8,9 @@
 
 use super::backoff;
 use super::deliver::Attempt;
-use super::log;
 use super::outcome::{self, Verdict};
 use super::settings::PushSettings;
+use super::settle::{Settlement, Settler};
 use crate::state::DataPlane;
 use aqs_core::error::ApiResult;
 use aqs_core::push::{DeliveryOutcome, DeliveryRecord, REASON_BODY_BYTES};
@@ -19,6 +20,7 @@ use aqs_engine::{Delivery, NackResult};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::json;
+use tokio::sync::OwnedSemaphorePermit;
 
 /// The request body for one delivery.
 pub fn body(settings: &PushSettings, delivery: &Delivery) -> Vec<u8> {
@@ -40,25 +42,23 @@ pub fn body(settings: &PushSettings, delivery: &Delivery) -> Vec<u8> {
     serde_json::to_vec(&value).expect("a JSON value serialises")
 }
 
-/// Delivers one leased message and settles its lease: send, judge, apply, log.
-pub async fn deliver(state: &DataPlane, settings: &PushSettings, delivery: Delivery) {
+/// Delivers one leased message and hands the answer to the settler, which applies it to the
+/// lease and logs it (with other answers, in one round trip) and then releases `permit`.
+pub async fn deliver(
+    state: &DataPlane,
+    settings: &PushSettings,
+    delivery: Delivery,
+    settler: &Settler,
+    permit: Option<OwnedSemaphorePermit>,
+) {
     let id = delivery.message.to_string();
     let attempt = state.push.send(settings, &id, body(settings, &delivery), REASON_BODY_BYTES).await;
     let verdict = outcome::message(&attempt.answer);
     aqs_core::metrics::push_delivered("message", verdict.metric_label());
-    let outcome = match apply(state, settings, &delivery, &verdict).await {
-        Ok(outcome) => outcome,
-        Err(err) => {
-            // The lease runs out and the message comes back: nothing is lost.
-            tracing::warn!(error = %err, queue = %settings.queue, message = %id, "cannot settle a push delivery");
-            return;
-        }
-    };
-    log::record(state, settings.queue, &record(&attempt, &settings.record.handler_url, &id, 1, outcome, &verdict))
-        .await;
+    settler.settle(Settlement { delivery, attempt, verdict, permit });
 }
 
-/// Applies a verdict to one delivery's lease.
+/// Applies a verdict to one delivery's lease (the settler acknowledges many at once itself).
 pub async fn apply(
     state: &DataPlane,
     settings: &PushSettings,
@@ -70,7 +70,8 @@ pub async fn apply(
     let engine = &state.engine;
     let result = match verdict {
         Verdict::Ack => {
-            let acked = engine.ack(settings.queue, std::slice::from_ref(&receipt), now).await?;
+            let hint = [Some(delivery.hint)];
+            let acked = engine.ack_hinted(settings.queue, std::slice::from_ref(&receipt), &hint, now).await?;
             return Ok(if acked.first() == Some(&true) { DeliveryOutcome::Acked } else { DeliveryOutcome::LeaseLost });
         }
         Verdict::Retry { after, reason } => {

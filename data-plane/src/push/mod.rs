@@ -10,7 +10,8 @@
 //! - `settings`: the projected record, parsed; the lease and timeout it implies.
 //! - `dispatcher`: lease (engine consume + long poll) → hand out deliveries under a concurrency cap.
 //! - `message` / `batch`: build the request body; apply the verdict to the leases (ack, nack with a
-//!   delay, or dead-letter at once through the engine's `bury`).
+//!   delay, or dead-letter at once through the engine's `bury`). `settle`: message mode's answers
+//!   applied and logged many per round trip, each still with its own POST and log line.
 //! - `deliver`: one signed HTTP attempt → `Answer`. `sign`: Standard Webhooks signatures.
 //! - `outcome`: `Answer` → `Verdict` (ack / retry / dead). `backoff`: Retry-After and backoff.
 //! - `ssrf`: the connect-time address guard. `log`: the last 20 outcomes per queue.
@@ -28,6 +29,7 @@ mod log;
 pub mod message;
 pub mod outcome;
 pub mod settings;
+pub mod settle;
 pub mod sign;
 pub mod ssrf;
 
