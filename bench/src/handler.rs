@@ -174,12 +174,7 @@ impl LocalHandler {
                 }
             });
         })?;
-        Ok(Self {
-            base_url: format!("http://localhost:{port}"),
-            counters,
-            stop: Some(stop),
-            thread: Some(thread),
-        })
+        Ok(Self { base_url: format!("http://localhost:{port}"), counters, stop: Some(stop), thread: Some(thread) })
     }
 }
 
@@ -217,7 +212,8 @@ mod tests {
         let payload = timed_body_at(Instant::now());
         let one = json!({ "id": "m", "queue": "q", "payload": payload, "attempts": 0 }).to_string();
         assert_eq!(deliver(State(c.clone()), Path("l".into()), one.into()).await, StatusCode::OK);
-        let batch = json!({ "queue": "q", "messages": [{ "body": "x", "attempts": 1 }, { "body": "y", "attempts": 3 }] });
+        let batch =
+            json!({ "queue": "q", "messages": [{ "body": "x", "attempts": 1 }, { "body": "y", "attempts": 3 }] });
         assert_eq!(deliver(State(c.clone()), Path("l".into()), batch.to_string().into()).await, StatusCode::OK);
         let counts = c.counts("l");
         assert_eq!((counts.requests, counts.first, counts.retries), (2, 2, 1));

@@ -9,7 +9,8 @@ use crate::harness::{Redis, Server, fresh_database};
 async fn every_bench_scenario_runs_against_the_service() {
     let redis = Redis::start("everysec");
     // The push scenarios deliver to a handler on loopback, set up by the bench's operator.
-    let env = [("AQS_PUSH_ALLOW_PRIVATE_NETWORKS", "true"), ("AQS_OPERATOR_EMAILS", aqs_bench::push_api::OPERATOR_EMAIL)];
+    let env =
+        [("AQS_PUSH_ALLOW_PRIVATE_NETWORKS", "true"), ("AQS_OPERATOR_EMAILS", aqs_bench::push_api::OPERATOR_EMAIL)];
     let server = Server::start_with_env(&fresh_database().await, &redis.url(), &aqs_testkit::namespace(), &env).await;
     let results = aqs_bench::smoke(&server.base(), &redis.url(), server.pid()).await.expect("the bench runs");
     let names: Vec<&str> = results.iter().map(|r| r.scenario.as_str()).collect();

@@ -46,34 +46,42 @@ pub async fn run(ctx: &mut Ctx) -> Vec<ScenarioResult> {
     let message = push.kept_full("message", Mode::Message { concurrency: CONCURRENCY }).await;
     match (&message, &floor) {
         (Ok(m), Ok(floor)) => {
-            let note = format!("{}; floor: the bench's client POSTing the same bodies over {CONCURRENCY} connections", m.note);
-            rows.push(m.row(MESSAGE).compared("plain client, 100 connections", Some(*floor)).target(Goal::RatioAtLeast(0.5)).note(note));
+            let note =
+                format!("{}; floor: the bench's client POSTing the same bodies over {CONCURRENCY} connections", m.note);
+            rows.push(
+                m.row(MESSAGE)
+                    .compared("plain client, 100 connections", Some(*floor))
+                    .target(Goal::RatioAtLeast(0.5))
+                    .note(note),
+            );
         }
         (Err(err), _) | (_, Err(err)) => rows.push(ScenarioResult::failed(MESSAGE, "msgs/s", err)),
     }
     match &message {
         Ok(m) => rows.push(
-            m.row(VS_BULLMQ)
-                .compared("bullmq worker 100, POST per job", bullmq)
-                .target(Goal::RatioAtLeast(1.5))
-                .note("BullMQ: bench.mjs drains N jobs with a Worker of concurrency 100 whose processor POSTs each job"),
+            m.row(VS_BULLMQ).compared("bullmq worker 100, POST per job", bullmq).target(Goal::RatioAtLeast(1.5)).note(
+                "BullMQ: bench.mjs drains N jobs with a Worker of concurrency 100 whose processor POSTs each job",
+            ),
         ),
         Err(err) => rows.push(ScenarioResult::failed(VS_BULLMQ, "msgs/s", err)),
     }
-    let batch =
-        push.kept_full("batch", Mode::Batch { per_run: PER_RUN, concurrency: BATCH_CONCURRENCY }).await;
+    let batch = push.kept_full("batch", Mode::Batch { per_run: PER_RUN, concurrency: BATCH_CONCURRENCY }).await;
     rows.push(match batch {
         Ok(b) => b.row(BATCH).compared("bullmq worker 100, POST per job", bullmq).target(Goal::RatioAtLeast(3.0)),
         Err(err) => ScenarioResult::failed(BATCH, "msgs/s", &err),
     });
     rows.push(match &message {
-        Ok(m) => push.latency(m.rate / 2.0).await.unwrap_or_else(|err| ScenarioResult::failed(LATENCY, "ms (p99)", &err)),
+        Ok(m) => {
+            push.latency(m.rate / 2.0).await.unwrap_or_else(|err| ScenarioResult::failed(LATENCY, "ms (p99)", &err))
+        }
         Err(err) => ScenarioResult::failed(LATENCY, "ms (p99)", err),
     });
     match push.kept_full("flaky", Mode::Message { concurrency: CONCURRENCY }).await {
         Ok(f) => {
-            let (first, retries) = (f.measured.per_second(f.measured.seen.first), f.measured.per_second(f.measured.seen.retries));
-            let answered = format!("handler answered 500 to {} of {} requests", f.measured.seen.failed, f.measured.seen.requests);
+            let (first, retries) =
+                (f.measured.per_second(f.measured.seen.first), f.measured.per_second(f.measured.seen.retries));
+            let answered =
+                format!("handler answered 500 to {} of {} requests", f.measured.seen.failed, f.measured.seen.requests);
             rows.push(ScenarioResult::new(FIRST, first, "msgs/s").note(format!("{answered}; {}", f.note)));
             rows.push(ScenarioResult::new(RETRIES, retries, "msgs/s").note(
                 "redeliveries the handler saw after a 500, each after the default backoff (about 0.5–1 s for the first retry)",
@@ -149,8 +157,7 @@ impl Push<'_> {
         let start = self.operator.start(&queue.slug, &url, mode);
         let windows = (s.warmup.max(std::time::Duration::from_millis(500)), s.push);
         let measured =
-            push_load::kept_full(&self.ctx.target, &queue, counters, lane, s.depth, s.producers, windows, start)
-                .await;
+            push_load::kept_full(&self.ctx.target, &queue, counters, lane, s.depth, s.producers, windows, start).await;
         // Off whatever happened, so the dispatcher does not go on delivering during the next run.
         let stopped = self.operator.stop(&queue.slug).await;
         let measured = measured?;
