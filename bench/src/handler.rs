@@ -151,7 +151,6 @@ pub struct LocalHandler {
     pub base_url: String,
     pub counters: Counters,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl LocalHandler {
@@ -163,7 +162,9 @@ impl LocalHandler {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
         let served = counters.clone();
-        let thread = std::thread::Builder::new().name("push-handler".into()).spawn(move || {
+        // Not joined: graceful shutdown waits for open connections, and the queue's pooled ones
+        // may stay idle; the thread ends with them.
+        std::thread::Builder::new().name("push-handler".into()).spawn(move || {
             runtime.block_on(async move {
                 let listener = match TcpListener::from_std(std_listener) {
                     Ok(listener) => listener,
@@ -174,7 +175,7 @@ impl LocalHandler {
                 }
             });
         })?;
-        Ok(Self { base_url: format!("http://localhost:{port}"), counters, stop: Some(stop), thread: Some(thread) })
+        Ok(Self { base_url: format!("http://localhost:{port}"), counters, stop: Some(stop) })
     }
 }
 
@@ -183,9 +184,6 @@ impl Drop for LocalHandler {
         if let Some(stop) = self.stop.take() {
             stop.send(()).ok();
         }
-        // Graceful shutdown waits for open connections; the queue's pooled ones may stay idle, so
-        // the thread is left to end with them rather than joined here.
-        drop(self.thread.take());
     }
 }
 

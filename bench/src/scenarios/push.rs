@@ -92,6 +92,9 @@ pub async fn run(ctx: &mut Ctx) -> Vec<ScenarioResult> {
             rows.push(ScenarioResult::failed(RETRIES, "msgs/s", &err));
         }
     }
+    // Dispatchers stop within a second of push going off; a queue deleted before would make its
+    // dispatcher log that it cannot lease.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     if let Err(err) = tenancy.delete_made().await {
         progress(&format!("could not delete the push queues: {err:#}"));
     }
@@ -155,9 +158,14 @@ impl Push<'_> {
         let url = format!("{}/{lane}", self.handler.base_url);
         let counters = &self.handler.counters;
         let start = self.operator.start(&queue.slug, &url, mode);
-        let windows = (s.warmup.max(std::time::Duration::from_millis(500)), s.push);
-        let measured =
-            push_load::kept_full(&self.ctx.target, &queue, counters, lane, s.depth, s.producers, windows, start).await;
+        // The warm-up also covers the dispatcher's first leases.
+        let load = push_load::KeptFull {
+            depth: s.depth,
+            producers: s.producers,
+            warmup: s.warmup.max(std::time::Duration::from_millis(500)),
+            duration: s.push,
+        };
+        let measured = push_load::kept_full(&self.ctx.target, &queue, (counters, lane), load, start).await;
         // Off whatever happened, so the dispatcher does not go on delivering during the next run.
         let stopped = self.operator.stop(&queue.slug).await;
         let measured = measured?;
@@ -190,7 +198,7 @@ impl Push<'_> {
         self.operator.start(&queue.slug, &url, Mode::Message { concurrency: CONCURRENCY }).await?;
         let counters = &self.handler.counters;
         // One message first: the dispatcher is running once it arrives.
-        queue.client(&self.ctx.target, 0).publish(aqs_client::NewMessage::raw_json(&sample_body())).await?;
+        queue.client(&self.ctx.target, 0).publish(aqs_client::NewMessage::raw_json(sample_body())).await?;
         push_load::wait_for_first(counters, lane, 1).await?;
         progress(&format!("aqs: push latency at {rate:.0}/s, {:?}", s.push));
         let run = push_load::open_loop(&self.ctx.target, &queue, counters, lane, conns, rate, s.push).await;

@@ -42,6 +42,15 @@ impl Measured {
     }
 }
 
+/// How full to keep a queue, with how many producers, for how long.
+#[derive(Debug, Clone, Copy)]
+pub struct KeptFull {
+    pub depth: usize,
+    pub producers: usize,
+    pub warmup: Duration,
+    pub duration: Duration,
+}
+
 /// Waits until `lane` has seen at least `count` first deliveries.
 pub async fn wait_for_first(counters: &Counters, lane: &str, count: u64) -> anyhow::Result<()> {
     let start = Instant::now();
@@ -60,13 +69,11 @@ pub async fn wait_for_first(counters: &Counters, lane: &str, count: u64) -> anyh
 pub async fn kept_full(
     target: &Target,
     queue: &BenchQueue,
-    counters: &Counters,
-    lane: &str,
-    depth: usize,
-    producers: usize,
-    (warmup, duration): (Duration, Duration),
+    (counters, lane): (&Counters, &str),
+    load: KeptFull,
     start_push: impl Future<Output = anyhow::Result<()>>,
 ) -> anyhow::Result<Measured> {
+    let KeptFull { depth, producers, warmup, duration } = load;
     let body = sample_body();
     prefill(target, queue, &body, depth).await?;
     let published = Arc::new(AtomicU64::new(depth.div_ceil(BATCH * 4) as u64 * (BATCH * 4) as u64));
