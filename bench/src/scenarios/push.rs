@@ -165,7 +165,8 @@ impl Push<'_> {
             warmup: s.warmup.max(std::time::Duration::from_millis(500)),
             duration: s.push,
         };
-        let measured = push_load::kept_full(&self.ctx.target, &queue, (counters, lane), load, start).await;
+        let measured =
+            push_load::kept_full(&self.ctx.target, &queue, (counters, lane), load, &self.ctx.redis_url, start).await;
         // Off whatever happened, so the dispatcher does not go on delivering during the next run.
         let stopped = self.operator.stop(&queue.slug).await;
         let measured = measured?;
@@ -175,7 +176,7 @@ impl Push<'_> {
         }
         let rate = measured.rate();
         let note = format!(
-            "{} POSTs carrying {} messages in {:.1} s; {} producers publishing {}/s kept {} waiting (at the end: {}){}",
+            "{} POSTs carrying {} messages in {:.1} s; {} producers publishing {}/s kept {} waiting (at the end: {}); {}{}",
             measured.seen.requests,
             measured.seen.messages(),
             measured.seconds,
@@ -183,6 +184,7 @@ impl Push<'_> {
             measured.per_second(measured.produced.msgs).round(),
             s.depth,
             measured.depth_end,
+            measured.redis,
             measured.produced.error_note()
         );
         Ok(KeptFull { measured, rate, note })

@@ -4,6 +4,7 @@
 
 use super::consume_ack::prefill;
 use super::progress;
+use super::redis_cost::CostMeter;
 use crate::api::{BenchQueue, sample_body, timed_body_at};
 use crate::client::Target;
 use crate::handler::{Counters, LaneCounts};
@@ -30,6 +31,8 @@ pub struct Measured {
     /// Messages published but not yet delivered once, at the end of the window.
     pub depth_end: u64,
     pub produced: Tally,
+    /// Redis's work in the window per message pushed (the producers' publishes included).
+    pub redis: String,
 }
 
 impl Measured {
@@ -71,6 +74,7 @@ pub async fn kept_full(
     queue: &BenchQueue,
     (counters, lane): (&Counters, &str),
     load: KeptFull,
+    redis_url: &str,
     start_push: impl Future<Output = anyhow::Result<()>>,
 ) -> anyhow::Result<Measured> {
     let KeptFull { depth, producers, warmup, duration } = load;
@@ -118,9 +122,11 @@ pub async fn kept_full(
         })
         .collect::<anyhow::Result<_>>()?;
     tokio::time::sleep_until(window.measure_from.into()).await;
+    let meter = CostMeter::start(redis_url).await?;
     let before = counters.counts(lane);
     tokio::time::sleep_until(window.end.into()).await;
     let after = counters.counts(lane);
+    let redis = meter.finish_scripts(after.messages() - before.messages(), "msg pushed").await?;
     let produced = crate::load::join(tasks).await;
     let seen = LaneCounts {
         requests: after.requests - before.requests,
@@ -129,7 +135,7 @@ pub async fn kept_full(
         failed: after.failed - before.failed,
     };
     let depth_end = published.load(Ordering::Relaxed).saturating_sub(after.first);
-    Ok(Measured { seconds: window.seconds(), seen, depth_end, produced })
+    Ok(Measured { seconds: window.seconds(), seen, depth_end, produced, redis })
 }
 
 /// Publishes timed single messages to a pushed queue at `rate` for `duration` over `connections`
