@@ -5,6 +5,7 @@ mod api {
     mod account;
     mod auth;
     mod billing;
+    mod billing_mode;
     mod errors;
     mod fake_stripe;
     mod isolation;

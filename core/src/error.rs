@@ -114,7 +114,7 @@ impl ApiError {
 
     /// What the client is told: a server fault's detail (an internal error, an outage's cause)
     /// stays in the log.
-    fn client_message(&self) -> String {
+    pub fn client_message(&self) -> String {
         match self {
             Self::Internal(_) => "internal error; the request may be retried".to_owned(),
             Self::ServiceUnavailable { message, .. } | Self::ReplicationTimeout(message) => message.clone(),

@@ -18,6 +18,7 @@ pub mod projection;
 pub mod push;
 pub mod receipt;
 pub mod redis_conn;
+pub mod redis_probe;
 pub mod redis_sentinel;
 pub mod secret;
 pub mod settings;
