@@ -200,7 +200,7 @@ pub async fn revoke(cp: &ControlPlane, member: MemberId, slug: &Slug, token_id: 
     .await?
     .ok_or_else(not_found)?;
     projection::remove_token(&mut cp.redis(), cp.keys(), &hash).await.map_err(projection::failed)?;
-    cp.engine().confirm_replicated(&[cp.keys().token(&hash)]).await
+    Ok(cp.engine().confirm_replicated(&[cp.keys().token(&hash)]).await?)
 }
 
 /// Revokes every token of a queue being deleted, returning all their hashes (revoked earlier or

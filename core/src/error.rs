@@ -90,21 +90,11 @@ impl ApiError {
 
     /// [`ApiError::unavailable`], keeping the store's error (with its sources) for the log line.
     pub fn unavailable_because(what: &str, cause: &(dyn std::error::Error + 'static)) -> Self {
-        let mut chain = cause.to_string();
-        let mut source = cause.source();
-        while let Some(err) = source {
-            // Some errors (redis's among them) already print their source: say each cause once.
-            let text = err.to_string();
-            if !chain.contains(&text) {
-                chain.push_str(": ");
-                chain.push_str(&text);
-            }
-            source = err.source();
-        }
-        Self::outage(what, Some(chain))
+        Self::outage(what, Some(error_chain(cause)))
     }
 
-    fn outage(what: &str, cause: Option<String>) -> Self {
+    /// `what` cannot be reached now; `cause` (for the log line only) says why, when known.
+    pub fn outage(what: &str, cause: Option<String>) -> Self {
         Self::ServiceUnavailable {
             message: format!("{what} is temporarily unavailable; retry shortly"),
             retry_after_secs: 1,
@@ -213,6 +203,22 @@ pub fn redis_is_unavailable(err: &redis::RedisError) -> bool {
                     | ServerErrorKind::ReadOnly
             )
         )
+}
+
+/// `err` and its sources in one line, each cause said once (some errors, redis's among them,
+/// already print their source).
+pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut chain = err.to_string();
+    let mut source = err.source();
+    while let Some(err) = source {
+        let text = err.to_string();
+        if !chain.contains(&text) {
+            chain.push_str(": ");
+            chain.push_str(&text);
+        }
+        source = err.source();
+    }
+    chain
 }
 
 /// Nothing is logged here: the 503 is logged where it is answered ([`IntoResponse`], at most once
