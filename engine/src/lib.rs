@@ -97,6 +97,7 @@ mod publish;
 mod rate;
 mod replication;
 mod reply;
+mod scratch;
 mod scripts;
 mod slices;
 mod stats;
