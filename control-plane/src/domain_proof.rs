@@ -66,7 +66,12 @@ pub(crate) async fn check(cp: &ControlPlane, domain: DomainRow) -> ApiResult<(Do
             tracing::info!(domain = %domain.name, "a verified domain lost its TXT record");
             write(cp.db(), domain.id, Write::Lost(&reason)).await?
         } else {
-            let reason = format!("{record} must hold {}; {found}", domain.verification_value);
+            let value = &domain.verification_value;
+            let reason = if values.is_empty() {
+                format!("no TXT record at {record} yet; create it with the value {value}")
+            } else {
+                format!("the TXT record at {record} holds {:?}, not {value}", values.join(" "))
+            };
             write(cp.db(), domain.id, Write::Reason(&reason)).await?
         };
         return Ok((row, Proof::Missing));

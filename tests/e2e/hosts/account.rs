@@ -42,4 +42,16 @@ async fn restarts_and_replicas_use_the_one_stored_acme_account() {
     world.wait_host(&tenant, &id, "active", status_is("active")).await;
     assert_eq!(stored_accounts(&database).await, first, "the stored account is the first one");
     assert_eq!(world.pebble.registrations(), 1, "the second start registered no account");
+
+    // A reset ACME server no longer knows the stored account: it is replaced, once, and the order
+    // goes through.
+    world.pebble.stop();
+    world.pebble.start(&world.tls).await;
+    let id = world.add_host(&tenant, &format!("again.{domain}")).await;
+    world.check(&tenant, &id).await;
+    world.wait_host(&tenant, &id, "active", status_is("active")).await;
+    let replaced = stored_accounts(&database).await;
+    assert_eq!(replaced.len(), 1);
+    assert_ne!(replaced, first, "the unknown account was replaced");
+    assert_eq!(world.pebble.registrations(), 2);
 }
