@@ -126,9 +126,10 @@ pub async fn run(
             ApiError::MethodNotAllowed("this route does not take that method".into())
         });
 
-    // Custom hosts are routed by `Host` on every listener of a data-plane process.
+    // Custom hosts are served on the TLS listener only; the plain one answers their ACME
+    // challenges and redirects the rest of their requests to it.
     let app = match &data_plane {
-        Some(dp) if config.runs(Role::Data) => aqs_data_plane::route_by_host(app, dp.clone()),
+        Some(dp) if config.runs(Role::Data) => aqs_data_plane::plain_listener(app, dp.clone()),
         _ => app,
     };
     if let (Some(https_addr), Some(dp)) = (config.https_addr()?, &data_plane)
@@ -139,7 +140,8 @@ pub async fn run(
             .with_context(|| format!("cannot listen on AQS_HTTPS_ADDR {https_addr}"))?;
         tracing::info!(addr = %https_addr, "aqs serving custom hosts over TLS");
         let config = aqs_data_plane::tls_server_config(dp)?;
-        background.push(tokio::spawn(crate::serve_tls::serve_https(tls, config, app.clone(), cancel.clone())));
+        let routes = aqs_data_plane::tls_listener(dp.clone());
+        background.push(tokio::spawn(crate::serve_tls::serve_https(tls, config, routes, cancel.clone())));
     }
 
     let addr = listener.local_addr()?;

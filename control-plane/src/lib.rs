@@ -27,6 +27,7 @@ pub mod auth;
 pub mod billing;
 pub mod client_addr;
 mod database;
+mod domain_proof;
 pub mod domains;
 pub mod hash_pool;
 pub mod hosts;

@@ -31,6 +31,10 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     MethodNotAllowed(String),
+    /// A request on the TLS listener whose `Host` is not the name the connection was opened for
+    /// (SNI): it is answered by no route, whatever the name.
+    #[error("{0}")]
+    MisdirectedRequest(String),
     #[error("{0}")]
     Conflict(String),
     #[error("{0}")]
@@ -121,6 +125,7 @@ impl ApiError {
             Self::Forbidden(_) | Self::QueueLimitReached(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            Self::MisdirectedRequest(_) => StatusCode::MISDIRECTED_REQUEST,
             Self::Conflict(_)
             | Self::IdempotencyConflict(_)
             | Self::LeaseLost(_)
@@ -146,6 +151,7 @@ impl ApiError {
             Self::Forbidden(_) => "forbidden",
             Self::NotFound(_) => "not_found",
             Self::MethodNotAllowed(_) => "method_not_allowed",
+            Self::MisdirectedRequest(_) => "misdirected_request",
             Self::Conflict(_) => "conflict",
             Self::IdempotencyConflict(_) => "idempotency_conflict",
             Self::ReceiptInvalid(_) => "receipt_invalid",

@@ -93,7 +93,7 @@ pub(super) async fn delete_domain(
 }
 
 #[utoipa::path(post, path = "/api/v1/domains/{id}/verify", operation_id = "hosts_verify_domain", tag = "hosts", params(("id" = Uuid, Path, description = "The domain's id.")),
-    responses((status = 200, body = DomainBody, description = "The domain after a check of its TXT record."), IdErrors), security(("session" = [])))]
+    responses((status = 200, body = DomainBody, description = "The domain after a check of its TXT record (409 while another member holds it verified)."), IdErrors), security(("session" = [])))]
 pub(super) async fn verify_domain(
     State(cp): State<ControlPlane>,
     member: AuthMember,
