@@ -44,7 +44,8 @@ mod resync;
 mod routes;
 mod session;
 mod sessions;
-pub mod slug;
+/// Queue slugs live in core (the data plane parses them too); kept at this path for the console.
+pub use aqs_core::slug;
 mod state;
 mod text;
 mod timefmt;

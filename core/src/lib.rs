@@ -22,6 +22,7 @@ pub mod redis_probe;
 pub mod redis_sentinel;
 pub mod secret;
 pub mod settings;
+pub mod slug;
 #[cfg(feature = "postgres")]
 mod sql_error;
 pub mod time;
