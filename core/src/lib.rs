@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod projection;
 pub mod push;
+pub mod query;
 pub mod receipt;
 pub mod redis_conn;
 pub mod redis_probe;
@@ -30,3 +31,4 @@ pub mod token;
 
 pub use error::{ApiError, ApiResult};
 pub use json::ApiJson;
+pub use query::ApiQuery;

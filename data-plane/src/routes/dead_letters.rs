@@ -1,6 +1,6 @@
 //! `GET /dead-letters`, `POST /dead-letters/replay`, `POST /dead-letters/purge` (manage scope).
 
-use super::views::{LimitQuery, QueuePath, base64, limit_param};
+use super::views::{LimitQuery, QueuePath, base64};
 use crate::QueueContext;
 use crate::body;
 use crate::state::DataPlane;
@@ -8,13 +8,14 @@ use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::errors;
 use aqs_core::ids::MessageId;
 use aqs_core::limits;
+use aqs_core::query::ApiQuery;
 use aqs_core::time::{now_ms, rfc3339};
 use aqs_core::token::Scope;
 use aqs_engine::Class;
 use aqs_engine::{DeadLetter, REASON_FILTER_MAX, Selection};
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -69,10 +70,10 @@ errors!(ActionErrors: "invalid_request", "unauthorized", "forbidden", "not_found
 pub async fn list(
     State(state): State<DataPlane>,
     ctx: QueueContext,
-    RawQuery(query): RawQuery,
+    ApiQuery(query): ApiQuery<LimitQuery>,
 ) -> ApiResult<Json<DeadLetterList>> {
     let charge = ctx.authorize(&state, &[Scope::Manage], Class::Reads)?;
-    let limit = limit_param(query.as_deref())?;
+    let limit = query.limit()?;
     let letters = state
         .engine
         .charged(charge)
