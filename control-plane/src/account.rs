@@ -39,11 +39,11 @@ pub struct AccountDeletion {
 pub async fn delete(cp: &ControlPlane, member: &Member, confirm: AccountDeletion) -> ApiResult<()> {
     if !confirm.confirm_email.trim().eq_ignore_ascii_case(&member.email) {
         let message = if confirm.confirm_email.trim().is_empty() {
-            "confirm_email: type your account's email to confirm".to_owned()
+            "type your account's email to confirm".to_owned()
         } else {
-            format!("confirm_email: that is not your account's email; type {} exactly", member.email)
+            format!("that is not your account's email; type {} exactly", member.email)
         };
-        return Err(ApiError::invalid(message));
+        return Err(ApiError::field("confirm_email", message));
     }
     let id = member.id;
     sessions::revoke_all(cp.db(), id).await?;

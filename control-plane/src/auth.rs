@@ -124,7 +124,7 @@ pub async fn change_password(cp: &ControlPlane, member: MemberId, change: Passwo
     check_new_password(&change.new_password)?;
     let hash = members::password_hash(cp.db(), member).await?.ok_or_else(invalid_session)?;
     if !password::verify(cp.hashing(), change.current_password, Some(hash)).await? {
-        return Err(ApiError::invalid("current_password: this is not your current password"));
+        return Err(ApiError::field("current_password", "this is not your current password"));
     }
     let new_hash = password::hash(cp.hashing(), change.new_password).await?;
     let mut tx = cp.db().begin().await?;
@@ -173,7 +173,7 @@ async fn signed_in(cp: &ControlPlane, member: Member) -> ApiResult<SignedIn> {
 /// Deliverability is not our concern here, only that the field is plausibly an address.
 fn normalise_email(email: &str) -> ApiResult<String> {
     let email = email.trim().to_lowercase();
-    let invalid = || ApiError::invalid("email: give a valid email address, such as ada@example.com");
+    let invalid = || ApiError::field("email", "give a valid email address, such as ada@example.com");
     if email.is_empty() || email.chars().count() > EMAIL_MAX_CHARS || email.chars().any(char::is_whitespace) {
         return Err(invalid());
     }
@@ -200,10 +200,10 @@ fn check_new_password(password: &str) -> ApiResult<()> {
 fn check_password_field(field: &str, password: &str) -> ApiResult<()> {
     let chars = password.chars().count();
     if chars < PASSWORD_MIN_CHARS {
-        return Err(ApiError::invalid(format!("{field}: use at least {PASSWORD_MIN_CHARS} characters")));
+        return Err(ApiError::field(field, format!("use at least {PASSWORD_MIN_CHARS} characters")));
     }
     if chars > PASSWORD_MAX_CHARS {
-        return Err(ApiError::invalid(format!("{field}: use at most {PASSWORD_MAX_CHARS} characters")));
+        return Err(ApiError::field(field, format!("use at most {PASSWORD_MAX_CHARS} characters")));
     }
     Ok(())
 }

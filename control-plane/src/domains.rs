@@ -92,14 +92,14 @@ pub(crate) fn not_found() -> ApiError {
 fn refuse_edge(edge: &str, name: &str) -> ApiResult<()> {
     let related = edge == name || edge.ends_with(&format!(".{name}")) || name.ends_with(&format!(".{edge}"));
     if !edge.is_empty() && related {
-        return Err(ApiError::invalid(format!("name: {name} is this service's own domain; add a domain of yours")));
+        return Err(ApiError::field("name", format!("{name} is this service's own domain; add a domain of yours")));
     }
     Ok(())
 }
 
 pub async fn create(cp: &ControlPlane, member: MemberId, input: NewDomain) -> ApiResult<Domain> {
     let name = hostname::normalize(&input.name)
-        .ok_or_else(|| ApiError::invalid("name: must be a domain name of two or more labels, such as example.com"))?;
+        .ok_or_else(|| ApiError::field("name", "must be a domain name of two or more labels, such as example.com"))?;
     refuse_edge(&cp.hosts().policy.edge_hostname, &name)?;
     const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let token: String = (0..32).map(|_| CHARS[rand::random_range(0..CHARS.len())] as char).collect();

@@ -20,6 +20,10 @@ pub struct ErrorBody(pub serde_json::Value);
 pub enum ApiError {
     #[error("{0}")]
     InvalidRequest(String),
+    /// One field of the request is wrong: said as `field: message`, and the answer names the field
+    /// (`"field"`), so that a form can show the message beside its input without parsing text.
+    #[error("{field}: {message}")]
+    InvalidField { field: String, message: String },
     /// A bad entry in a batch: the message names the problem, `index` the entry.
     #[error("messages[{index}]: {source}")]
     InBatch { index: usize, source: Box<ApiError> },
@@ -83,6 +87,11 @@ impl ApiError {
         Self::InvalidRequest(message.into())
     }
 
+    /// `field` is wrong, as `message` says (e.g. `field("max_attempts", "must be between 1 and 100")`).
+    pub fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::InvalidField { field: field.into(), message: message.into() }
+    }
+
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::NotFound(message.into())
     }
@@ -119,7 +128,7 @@ impl ApiError {
 
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::InvalidRequest(_) | Self::ReceiptInvalid(_) => StatusCode::BAD_REQUEST,
+            Self::InvalidRequest(_) | Self::InvalidField { .. } | Self::ReceiptInvalid(_) => StatusCode::BAD_REQUEST,
             Self::InBatch { source, .. } => source.status(),
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) | Self::QueueLimitReached(_) => StatusCode::FORBIDDEN,
@@ -145,7 +154,7 @@ impl ApiError {
     /// The stable machine-readable code clients switch on.
     pub fn code(&self) -> &'static str {
         match self {
-            Self::InvalidRequest(_) => "invalid_request",
+            Self::InvalidRequest(_) | Self::InvalidField { .. } => "invalid_request",
             Self::InBatch { source, .. } => source.code(),
             Self::Unauthorized(_) => "unauthorized",
             Self::Forbidden(_) => "forbidden",
@@ -286,6 +295,9 @@ impl IntoResponse for ApiError {
         let mut body = json!({ "error": self.code(), "message": message });
         if let Self::InBatch { index, .. } = &self {
             body["index"] = json!(index);
+        }
+        if let Self::InvalidField { field, .. } = self.unbatched() {
+            body["field"] = json!(field);
         }
         if let Self::PaymentRequired { setup_url, .. } = &self {
             body["setup_url"] = json!(setup_url);

@@ -62,6 +62,8 @@ pub struct ErrorAnswer {
     request_id: Option<String>,
     /// The batch entry the error is about (batch publish).
     index: Option<u64>,
+    /// `invalid_request` about one field of the body: its name (the message also starts with it).
+    field: Option<String>,
     /// `payment_required`: where to add a payment method.
     setup_url: Option<String>,
     /// `oversized_messages_stored`: how many stored messages are larger than the new size.
@@ -207,6 +209,7 @@ mod tests {
         let m = String::new;
         vec![
             ApiError::InvalidRequest(m()),
+            ApiError::field(m(), m()),
             ApiError::Unauthorized(m()),
             ApiError::Forbidden(m()),
             ApiError::NotFound(m()),

@@ -137,7 +137,7 @@ pub(crate) async fn login(
             errors.set_form("wrong email or password");
             Ok(guest_page(&state, visitor, false, next, email, errors, INVALID).await)
         }
-        Err(err @ ApiError::InvalidRequest(_)) => {
+        Err(err @ (ApiError::InvalidRequest(_) | ApiError::InvalidField { .. })) => {
             let errors = FieldErrors::from_api(err, &["email"])?;
             Ok(guest_page(&state, visitor, false, next, email, errors, INVALID).await)
         }

@@ -132,14 +132,15 @@ fn not_found() -> ApiError {
 
 pub async fn create(cp: &ControlPlane, member: MemberId, input: NewHost) -> ApiResult<Host> {
     let name = hostname::normalize(&input.hostname).ok_or_else(|| {
-        ApiError::invalid("hostname: must be a DNS name of two or more labels, such as queue.example.com")
+        ApiError::field("hostname", "must be a DNS name of two or more labels, such as queue.example.com")
     })?;
     let slug = Slug::parse(&input.queue).ok_or_else(queues::not_found)?;
     let queue = queues::get(cp, member, &slug).await?;
     let domain = domains::verified_parent(cp.db(), member, &name).await?.ok_or_else(|| {
-        ApiError::invalid(format!(
-            "hostname: {name} is not under one of your verified domains; add its root domain and verify it first"
-        ))
+        ApiError::field(
+            "hostname",
+            format!("{name} is not under one of your verified domains; add its root domain and verify it first"),
+        )
     })?;
     // The domain is this member's now: a host another member kept under it after losing it goes.
     if let Some(released) = store::release_unproven(cp.db(), member, &name).await? {
