@@ -4,7 +4,9 @@
 mod api {
     mod account;
     mod auth;
+    mod billed;
     mod billing;
+    mod erasure;
     mod errors;
     mod fake_stripe;
     mod isolation;

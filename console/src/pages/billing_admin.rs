@@ -42,7 +42,7 @@ pub(crate) async fn show(State(state): State<ConsoleState>, op: CurrentOperator)
                 .collect::<Vec<_>>()
                 .join(", "),
             total: format::cents(m.monthly_total_cents),
-            email: m.email,
+            email: m.email.unwrap_or_else(|| "(deleted account)".into()),
         })
         .collect();
     Ok(BillingAdminPage { chrome: op.member.chrome("Billing (operators)"), rows })

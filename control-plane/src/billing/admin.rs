@@ -13,7 +13,8 @@ use uuid::Uuid;
 #[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct MemberBilling {
     pub member_id: Uuid,
-    pub email: String,
+    /// None once the member deleted their account: the row stays for billing, the email does not.
+    pub email: Option<String>,
     pub customer_id: Option<String>,
     pub subscription_status: Option<String>,
     pub payment_failed: bool,
@@ -27,7 +28,7 @@ pub async fn list(cp: &ControlPlane, _operator: &AuthOperator, status: Option<&s
     #[derive(sqlx::FromRow)]
     struct Row {
         member_id: Uuid,
-        email: String,
+        email: Option<String>,
         customer_id: Option<String>,
         subscription_status: Option<String>,
         payment_failed: bool,
