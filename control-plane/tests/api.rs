@@ -3,6 +3,7 @@
 
 mod api {
     mod account;
+    mod account_billing;
     mod auth;
     mod billed;
     mod billing;
