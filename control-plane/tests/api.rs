@@ -7,6 +7,7 @@ mod api {
     mod auth;
     mod billed;
     mod billing;
+    mod billing_admin;
     mod erasure;
     mod errors;
     mod fake_stripe;
