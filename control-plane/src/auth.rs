@@ -25,7 +25,10 @@ const EMAIL_MAX_CHARS: usize = 254;
 #[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Credentials {
-    #[schema(format = Email, max_length = 254)]
+    /// One `@`, a local part and a dotted domain, without spaces or control characters (the
+    /// pattern is the check sign-up makes, so a client can make it before sending).
+    #[schema(format = Email, max_length = 254,
+        pattern = r"^[^@\s\x00-\x1f\x7f-\x9f]+@[^@.\s\x00-\x1f\x7f-\x9f]+(?:\.[^@.\s\x00-\x1f\x7f-\x9f]+)+$")]
     pub email: String,
     /// 8 to 1024 characters.
     #[schema(min_length = 8, max_length = 1024)]

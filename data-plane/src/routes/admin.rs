@@ -94,7 +94,7 @@ errors!(PurgeErrors: "invalid_request", "unauthorized", "forbidden", "not_found"
 /// released by a nack and is due. Messages under a live lease and delayed messages stay.
 /// `{"state": "dead"}` purges the dead-letter queue instead.
 #[utoipa::path(post, path = "/queue/v1/{slug}/purge", operation_id = "purge", tag = "manage", params(QueuePath),
-    request_body(content = PurgeRequest, description = "May be empty."),
+    request_body(content = PurgeRequest, description = "May be empty: purges the ready messages."),
     responses((status = 200, body = PurgedAnswer, description = "How many were deleted."), PurgeErrors),
     security(("queue_token" = [])))]
 pub async fn purge(

@@ -1,5 +1,6 @@
 //! `GET /dead-letters`, `POST /dead-letters/replay`, `POST /dead-letters/purge` (manage scope).
 
+use super::alternatives::{Branch, only, strings};
 use super::views::{LimitQuery, QueuePath, base64};
 use crate::QueueContext;
 use crate::body;
@@ -18,6 +19,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 #[derive(Serialize, ToSchema)]
@@ -112,6 +114,7 @@ fn preview(bytes: &[u8]) -> (String, &'static str) {
 }
 
 /// Which dead letters: exactly one of `ids`, `reason` or `all: true`.
+// The document states that as `oneOf` its three forms (`selection_alternatives`).
 #[derive(Deserialize, ToSchema)]
 pub struct SelectionRequest {
     /// 1 to 100 message ids (32 lowercase hex characters).
@@ -122,6 +125,29 @@ pub struct SelectionRequest {
     /// Every dead letter whose reason contains this text (1 to 1024 bytes).
     #[schema(min_length = 1, max_length = 1024)]
     reason: Option<String>,
+}
+
+/// The three selections [`selection`] accepts, for the document. With `ids`, `all` may be `false`.
+pub(super) fn selection_alternatives() -> Vec<Branch> {
+    let ids = strings("^[0-9a-f]{32}$", limits::ACK_MAX_RECEIPTS);
+    vec![
+        Branch {
+            title: "by id",
+            requires: "ids",
+            absent: &["reason"],
+            narrowed: vec![
+                ("ids", ids),
+                ("all", only("Absent, null or `false` with `ids`.", [json!(false), Value::Null])),
+            ],
+        },
+        Branch { title: "by reason", requires: "reason", absent: &["ids", "all"], narrowed: vec![] },
+        Branch {
+            title: "every one",
+            requires: "all",
+            absent: &["ids", "reason"],
+            narrowed: vec![("all", only("Every dead letter.", [json!(true)]))],
+        },
+    ]
 }
 
 /// Put dead letters back on the queue with their attempts reset (manage scope).
