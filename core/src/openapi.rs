@@ -209,7 +209,6 @@ mod tests {
         let m = String::new;
         vec![
             ApiError::InvalidRequest(m()),
-            ApiError::field(m(), m()),
             ApiError::Unauthorized(m()),
             ApiError::Forbidden(m()),
             ApiError::NotFound(m()),
@@ -239,6 +238,9 @@ mod tests {
         }
         let listed: usize = ERRORS.iter().map(|(_, codes)| codes.len()).sum();
         assert_eq!(listed, samples.len(), "every listed code is one the error type answers");
+        // A field's error is an `invalid_request` too.
+        let field = ApiError::field("name", "too long");
+        assert_eq!((field.code(), field.status().as_u16()), ("invalid_request", 400));
     }
 
     #[test]
