@@ -4,13 +4,15 @@
 //! - `/livez`: 200 while the process runs (it answers, so it runs).
 //! - `/readyz`: 200 `{"ok": true, "roles": [...]}` once the stores the roles need answer and their
 //!   start-up work is done (the control role: migrations checked and the Redis projection
-//!   re-synced); else 503 `{"ok": false, "waiting_for": [...]}` naming `redis`, `postgres`,
+//!   re-synced); else 503 `{"ok": false, "waiting_for": [...]}` naming `redis` (unreachable, or a
+//!   read-only replica: the message says which node), `postgres`,
 //!   `projection` or `draining` (after SIGTERM, for `AQS_SHUTDOWN_DRAIN_SECONDS`, so that a load
 //!   balancer stops sending before the listeners close).
 
 use aqs_control_plane::{ControlPlane, Waiting};
 use aqs_core::config::Role;
 use aqs_core::redis_conn::RedisConn;
+use aqs_core::redis_probe::{self, RedisState};
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -21,7 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-const PING_TIMEOUT: Duration = Duration::from_secs(1);
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// What readiness looks at.
 #[derive(Clone)]
@@ -72,20 +74,21 @@ impl Health {
             .with_state(self.clone())
     }
 
-    /// What the process still waits for; empty when it is ready.
-    async fn waiting_for(&self) -> Vec<&'static str> {
+    /// What the process still waits for, each with why when there is more to say; empty when it
+    /// is ready.
+    async fn waiting_for(&self) -> Vec<(&'static str, Option<String>)> {
         let mut waiting = Vec::new();
         if self.draining.load(Ordering::Acquire) {
-            waiting.push("draining");
+            waiting.push(("draining", None));
         }
-        let mut conn = self.redis.clone();
-        let ping = tokio::time::timeout(PING_TIMEOUT, redis::cmd("PING").query_async::<String>(&mut conn)).await;
-        if !matches!(ping, Ok(Ok(_))) {
-            waiting.push("redis");
+        match redis_probe::probe(&self.redis, PROBE_TIMEOUT).await {
+            RedisState::Writable => {}
+            RedisState::Unreachable(_) => waiting.push(("redis", None)),
+            RedisState::ReadOnly(why) => waiting.push(("redis", Some(why))),
         }
         match self.control.as_ref().and_then(ControlPlane::waiting_for) {
-            Some(Waiting::Postgres) => waiting.push("postgres"),
-            Some(Waiting::Projection) => waiting.push("projection"),
+            Some(Waiting::Postgres) => waiting.push(("postgres", None)),
+            Some(Waiting::Projection) => waiting.push(("projection", None)),
             None => {}
         }
         waiting
@@ -93,12 +96,21 @@ impl Health {
 }
 
 async fn ready(State(health): State<Health>) -> Response {
-    let waiting_for = health.waiting_for().await;
-    if waiting_for.is_empty() {
-        let ready = Ready { ok: true, roles: health.roles.to_vec(), waiting_for, error: None, message: None };
+    let waiting = health.waiting_for().await;
+    if waiting.is_empty() {
+        let ready =
+            Ready { ok: true, roles: health.roles.to_vec(), waiting_for: Vec::new(), error: None, message: None };
         return Json(ready).into_response();
     }
-    let message = format!("not ready: waiting for {}", waiting_for.join(", "));
+    let named: Vec<String> = waiting
+        .iter()
+        .map(|(what, why)| match why {
+            Some(why) => format!("{what} ({why})"),
+            None => (*what).to_owned(),
+        })
+        .collect();
+    let message = format!("not ready: waiting for {}", named.join(", "));
+    let waiting_for = waiting.into_iter().map(|(what, _)| what).collect();
     let answer =
         Ready { ok: false, roles: Vec::new(), waiting_for, error: Some("service_unavailable"), message: Some(message) };
     let mut response = (StatusCode::SERVICE_UNAVAILABLE, Json(answer)).into_response();

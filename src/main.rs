@@ -39,6 +39,12 @@ enum Command {
 enum AdminCommand {
     /// Give an existing member the operator role.
     GrantOperator { email: String },
+    /// Change the installation's billing mode on purpose: `stripe` (add-ons billed) or `off`
+    /// (granted without charge). Processes whose settings differ then refuse to start.
+    BillingMode {
+        #[arg(value_parser = ["stripe", "off"])]
+        mode: String,
+    },
 }
 
 #[tokio::main]
@@ -70,6 +76,17 @@ async fn main() -> anyhow::Result<()> {
             let db = serve::connect_postgres(&config).await?;
             aqs_control_plane::grant_operator(&db, &email).await?;
             println!("{email} is now an operator");
+            Ok(())
+        }
+        Command::Admin { command: AdminCommand::BillingMode { mode } } => {
+            use aqs_control_plane::billing::mode::{self, BillingMode};
+            let db = serve::connect_postgres(&config).await?;
+            let wanted = BillingMode::parse(&mode).expect("clap allows only stripe and off");
+            match mode::set(&db, wanted).await? {
+                Some(before) if before == wanted => println!("the billing mode already was {mode}"),
+                Some(before) => println!("billing mode changed from {} to {mode}", before.as_str()),
+                None => println!("billing mode recorded: {mode}"),
+            }
             Ok(())
         }
     }

@@ -7,6 +7,7 @@ use aqs_core::ApiError;
 use aqs_core::config::{Config, Role};
 use aqs_core::metrics::http::HttpMetricsLayer;
 use aqs_core::redis_conn::{self, RedisOptions};
+use aqs_core::redis_probe::{self, RedisState};
 use axum::Router;
 use axum::handler::Handler;
 use std::future::Future;
@@ -29,6 +30,8 @@ pub fn init_tracing(filter: &str) -> anyhow::Result<()> {
 /// How long a request waits for a PostgreSQL connection before its 503: short, so that an outage
 /// the probe has not seen yet costs a request little (`aqs_control_plane::PROBE_EVERY`).
 const SERVE_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long start-up waits for Redis to say whether it is a primary.
+const STARTUP_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The serving pool, built without connecting: a process whose database is down still starts and
 /// serves what needs only Redis; `ControlPlane::watch_database` finds out when it is back.
@@ -72,6 +75,10 @@ pub async fn run(
         background.push(crate::metrics::spawn(listener, handle, cancel.clone()));
     }
     let mut redis = redis_conn::open(&RedisOptions::from_config(&config)).await?;
+    // Every role writes to Redis (the control role its projection): a replica would refuse each.
+    if let RedisState::ReadOnly(why) = redis_probe::probe(&redis, STARTUP_PROBE_TIMEOUT).await {
+        anyhow::bail!("{why}: AQS needs the primary (point AQS_REDIS_URL at it, or use AQS_REDIS_SENTINELS)");
+    }
     // One engine for the whole process, handed to every role: one replica id, one ledger of
     // storage leases, one set of scripts, one replica-ack group per primary and one set of long-poll
     // waiters, so a publish from any role wakes the polls the data role holds.
@@ -92,6 +99,7 @@ pub async fn run(
     if config.runs(Role::Control) || config.runs(Role::Console) {
         let db = postgres_pool(&config)?;
         let control = aqs_control_plane::ControlPlane::new(&config, db, engine.clone()).await?;
+        control.check_billing_mode().await?;
         // PostgreSQL is looked at once, not waited for: if it is down, its routes answer 503 until
         // the watcher reaches it. The control role rebuilds the projection before serving them, so
         // that a Redis that lost it (or missed a change while unreachable) is repaired first.
@@ -118,9 +126,10 @@ pub async fn run(
             ApiError::MethodNotAllowed("this route does not take that method".into())
         });
 
-    // Custom hosts are routed by `Host` on every listener of a data-plane process.
+    // Custom hosts are served on the TLS listener only; the plain one answers their ACME
+    // challenges and redirects the rest of their requests to it.
     let app = match &data_plane {
-        Some(dp) if config.runs(Role::Data) => aqs_data_plane::route_by_host(app, dp.clone()),
+        Some(dp) if config.runs(Role::Data) => aqs_data_plane::plain_listener(app, dp.clone()),
         _ => app,
     };
     if let (Some(https_addr), Some(dp)) = (config.https_addr()?, &data_plane)
@@ -131,7 +140,8 @@ pub async fn run(
             .with_context(|| format!("cannot listen on AQS_HTTPS_ADDR {https_addr}"))?;
         tracing::info!(addr = %https_addr, "aqs serving custom hosts over TLS");
         let config = aqs_data_plane::tls_server_config(dp)?;
-        background.push(tokio::spawn(crate::serve_tls::serve_https(tls, config, app.clone(), cancel.clone())));
+        let routes = aqs_data_plane::tls_listener(dp.clone());
+        background.push(tokio::spawn(crate::serve_tls::serve_https(tls, config, routes, cancel.clone())));
     }
 
     let addr = listener.local_addr()?;

@@ -1,8 +1,9 @@
 //! The optional TLS listener (`AQS_HTTPS_ADDR`) for custom hosts: TLS by rustls with the data
-//! plane's SNI certificate resolver, then the same router as the plain listener (which routes by
-//! `Host`). One task per connection, like the plain listener; on shutdown it stops accepting and
+//! plane's SNI certificate resolver, then the data plane's custom-host router, which gets the
+//! connection's SNI name on every request (`ServerName`) and serves only a `Host` that matches it. One task per connection, like the plain listener; on shutdown it stops accepting and
 //! asks each connection to close after its current response.
 
+use aqs_data_plane::ServerName;
 use axum::Router;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
@@ -50,10 +51,11 @@ pub async fn serve_https(
                 }
                 Err(_) => return,
             };
+            let sni = ServerName(tls.get_ref().1.server_name().map(str::to_owned));
             // The same request ids and framing answers as the plain listener (`serve::serve_http`).
             let tls = aqs_http::framing::JsonFramingErrors::new(tls);
-            let service =
-                TowerToHyperService::new(aqs_http::request_id::RequestId::new(aqs_http::with_peer(&app, peer)));
+            let app = tower::Layer::layer(&axum::Extension(sni), aqs_http::with_peer(&app, peer));
+            let service = TowerToHyperService::new(aqs_http::request_id::RequestId::new(app));
             let conn = http.serve_connection(TokioIo::new(tls), service).with_upgrades();
             tokio::pin!(conn);
             let result = tokio::select! {

@@ -44,6 +44,13 @@ pub(crate) async fn require_database(
     next.run(request).await
 }
 
+/// A storage failure is answered as the API would answer it (unavailable: the 503 page).
+impl From<aqs_engine::StorageError> for ConsoleError {
+    fn from(err: aqs_engine::StorageError) -> Self {
+        Self::from(ApiError::from(err))
+    }
+}
+
 impl From<ApiError> for ConsoleError {
     fn from(err: ApiError) -> Self {
         match err {

@@ -1,7 +1,7 @@
 //! Field errors: a form's problems, each shown beside its field, plus at most one for the whole
-//! form. The control plane names the field at the start of its validation messages
-//! ("max_attempts: must be between 1 and 100"), and the console's inputs carry the same names, so
-//! its checks stay the only source of truth and land beside the right input.
+//! form. The control plane names the field of each validation error (`ApiError::InvalidField`),
+//! and the console's inputs carry the same names, so its checks stay the only source of truth and
+//! land beside the right input.
 
 use crate::error::ConsoleError;
 use aqs_core::ApiError;
@@ -54,13 +54,11 @@ impl FieldErrors {
     pub(crate) fn from_api(err: ApiError, fields: &[&'static str]) -> Result<Self, ConsoleError> {
         let mut errors = Self::default();
         match err {
-            ApiError::InvalidRequest(message) => match message.split_once(": ") {
-                Some((name, text)) if fields.contains(&name) => {
-                    let field = fields.iter().find(|f| **f == name).expect("checked by contains");
-                    errors.add(field, text);
-                }
-                _ => errors.set_form(message),
+            ApiError::InvalidField { field, message } => match fields.iter().find(|f| **f == field) {
+                Some(field) => errors.add(field, message),
+                None => errors.set_form(format!("{field}: {message}")),
             },
+            ApiError::InvalidRequest(message) => errors.set_form(message),
             ApiError::Conflict(message) | ApiError::QueueLimitReached(message) => errors.set_form(message),
             other => return Err(other.into()),
         }
@@ -110,12 +108,17 @@ mod tests {
 
     #[test]
     fn control_plane_messages_land_beside_their_field() {
-        let err = ApiError::invalid("max_attempts: must be between 1 and 100");
+        let err = ApiError::field("max_attempts", "must be between 1 and 100");
         let errors = FieldErrors::from_api(err, &["name", "max_attempts"]).unwrap();
         assert_eq!(errors.get("max_attempts"), Some("Must be between 1 and 100."));
-        let err = ApiError::invalid("something else: entirely");
+        // A field this form has no input for, and a message that only looks like one: the form's.
+        let err = ApiError::field("scopes", "give at least one");
         let errors = FieldErrors::from_api(err, &["name"]).unwrap();
-        assert_eq!(errors.form.as_deref(), Some("Something else: entirely."));
+        assert_eq!(errors.form.as_deref(), Some("Scopes: give at least one."));
+        let err = ApiError::invalid("name: is not a field here");
+        let errors = FieldErrors::from_api(err, &["name"]).unwrap();
+        assert!(errors.get("name").is_none());
+        assert_eq!(errors.form.as_deref(), Some("Name: is not a field here."));
         assert!(FieldErrors::from_api(ApiError::not_found("x"), &[]).is_err());
     }
 

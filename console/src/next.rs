@@ -1,7 +1,8 @@
-//! Where to go after logging in: the page the visitor asked for before the log-in form, carried
-//! as `next` (a query parameter of `/login`, then a hidden field of its form). Only a path on this
-//! site is followed: anything that could leave it (`//host`, `/\host`, a scheme, control
-//! characters) is ignored and the visitor lands on their queues.
+//! Where to go after logging in or signing up: the page the visitor asked for before the form,
+//! carried as `next` (a query parameter of `/login` or `/signup`, then a hidden field of its form;
+//! the links between the two forms carry it too, so a visitor without an account keeps it). Only a
+//! path on this site is followed: anything that could leave it (`//host`, `/\host`, a scheme,
+//! control characters) is ignored and the visitor lands on their queues.
 
 /// The longest `next` kept; a longer one is no page of ours.
 const MAX_LEN: usize = 2048;
@@ -19,11 +20,16 @@ pub(crate) fn safe(next: &str) -> Option<&str> {
 
 /// The log-in form's address that returns to `path` afterwards (plain `/login` for the queue list).
 pub(crate) fn login_url(path: &str) -> String {
+    form_url("/login", path)
+}
+
+/// `form` (`/login` or `/signup`) with `next` when `path` is a safe page other than the queue list.
+pub(crate) fn form_url(form: &str, path: &str) -> String {
     match safe(path) {
         Some(path) if path != "/" => {
-            format!("/login?next={}", form_urlencoded::byte_serialize(path.as_bytes()).collect::<String>())
+            format!("{form}?next={}", form_urlencoded::byte_serialize(path.as_bytes()).collect::<String>())
         }
-        _ => "/login".to_owned(),
+        _ => form.to_owned(),
     }
 }
 
@@ -57,5 +63,7 @@ mod tests {
         assert_eq!(login_url("/"), "/login");
         assert_eq!(login_url("/queues/jobs/tokens"), "/login?next=%2Fqueues%2Fjobs%2Ftokens");
         assert_eq!(login_url("//evil.example.com"), "/login");
+        assert_eq!(form_url("/signup", "/queues/jobs?tab=1"), "/signup?next=%2Fqueues%2Fjobs%3Ftab%3D1");
+        assert_eq!(form_url("/signup", "https://evil.example.com/"), "/signup");
     }
 }

@@ -1,5 +1,5 @@
 //! Forms that are safe to resubmit. Every state-changing form carries a one-time id (the hidden
-//! `form_id` field); the first submission claims it in Redis and records where its result is
+//! `form_id` field); the first submission claims it (a short-lived value the engine keeps, `scratch.rs`) and records where its result is
 //! shown, so a reload, a Back-and-resubmit or a double click is answered with a redirect to that
 //! result and never acts twice. A secret the action produced is kept (briefly, in Redis only) for
 //! the page the form redirects to, which takes it once: a reload of that page shows it no more.
@@ -10,13 +10,14 @@ use crate::extract::{CurrentMember, FormData};
 use crate::flash;
 use crate::state::ConsoleState;
 use axum::response::Response;
+use std::time::Duration;
 
 /// The hidden field of every state-changing form.
 pub(crate) const FIELD: &str = "form_id";
 /// How long a submitted form id is remembered: longer than anyone keeps a tab open to resubmit.
-const FORM_TTL_SECS: u64 = 24 * 3600;
+const FORM_TTL: Duration = Duration::from_secs(24 * 3600);
 /// How long a secret waits for its page: the redirect follows at once.
-const SECRET_TTL_SECS: u64 = 300;
+const SECRET_TTL: Duration = Duration::from_secs(300);
 
 /// A fresh id for a form about to be rendered.
 pub(crate) fn new_id() -> String {
@@ -41,20 +42,10 @@ pub(crate) async fn claim(
         return Err(ConsoleError::BadRequest("This form is out of date: reload the page and send it again.".into()));
     }
     let key = state.control().keys().console_form(&member.id.as_uuid().to_string(), id);
-    let mut redis = state.control().redis();
-    let first: Option<String> = redis::cmd("SET")
-        .arg(&key)
-        .arg("")
-        .arg("NX")
-        .arg("EX")
-        .arg(FORM_TTL_SECS)
-        .query_async(&mut redis)
-        .await
-        .map_err(internal)?;
-    if first.is_some() {
+    if state.engine().put_new(&key, "", FORM_TTL).await? {
         return Ok(Ok(Claim { key }));
     }
-    let location: Option<String> = redis::cmd("GET").arg(&key).query_async(&mut redis).await.map_err(internal)?;
+    let location = state.engine().value(&key).await?;
     let location = location.filter(|l| !l.is_empty()).unwrap_or_else(|| "/".to_owned());
     let message = "This form was already sent; it was done once and not again.";
     Ok(Err(flash::redirect(state, member.secure, &location, message)))
@@ -63,21 +54,12 @@ pub(crate) async fn claim(
 impl Claim {
     /// Records where the result is shown; replays are sent there.
     pub(crate) async fn done(self, state: &ConsoleState, location: &str) -> PageResult<()> {
-        let mut redis = state.control().redis();
-        redis::cmd("SET")
-            .arg(&self.key)
-            .arg(location)
-            .arg("XX")
-            .arg("KEEPTTL")
-            .query_async::<()>(&mut redis)
-            .await
-            .map_err(internal)
+        Ok(state.engine().replace_kept(&self.key, location).await?)
     }
 
     /// Forgets the claim: nothing was done.
     pub(crate) async fn release(self, state: &ConsoleState) -> PageResult<()> {
-        let mut redis = state.control().redis();
-        redis::cmd("DEL").arg(&self.key).query_async::<()>(&mut redis).await.map_err(internal)
+        Ok(state.engine().remove(&self.key).await?)
     }
 }
 
@@ -85,15 +67,7 @@ impl Claim {
 pub(crate) async fn stash_secret(state: &ConsoleState, member: &CurrentMember, secret: &str) -> PageResult<String> {
     let id = new_id();
     let key = state.control().keys().console_secret(&member.id.as_uuid().to_string(), &id);
-    let mut redis = state.control().redis();
-    redis::cmd("SET")
-        .arg(&key)
-        .arg(secret)
-        .arg("EX")
-        .arg(SECRET_TTL_SECS)
-        .query_async::<()>(&mut redis)
-        .await
-        .map_err(internal)?;
+    state.engine().put(&key, secret, SECRET_TTL).await?;
     Ok(id)
 }
 
@@ -103,10 +77,5 @@ pub(crate) async fn take_secret(state: &ConsoleState, member: &CurrentMember, id
         return Ok(None);
     }
     let key = state.control().keys().console_secret(&member.id.as_uuid().to_string(), id);
-    let mut redis = state.control().redis();
-    redis::cmd("GETDEL").arg(&key).query_async(&mut redis).await.map_err(internal)
-}
-
-fn internal(err: redis::RedisError) -> ConsoleError {
-    ConsoleError::from(aqs_core::ApiError::from(err))
+    Ok(state.engine().take(&key).await?)
 }

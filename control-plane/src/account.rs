@@ -11,8 +11,10 @@
 //!    billing sync is queued when the member has a Stripe customer (the sync cancels whatever
 //!    subscription is left, since no live queue wants an add-on), and the row becomes a tombstone.
 //!
-//! The tombstone keeps the id (billing's rows point at it) but no password: it cannot log in, and
-//! the email is free for a new sign-up.
+//! The tombstone keeps the id (billing's rows point at it, and `billing_accounts` keeps the Stripe
+//! customer id) but no personal data: no email, no password hash, only a random erasure marker
+//! (`members::tombstone`). It cannot log in, and the address is free for a new sign-up. Sessions,
+//! tokens and billing rows name the member by id only, so nothing else holds the address.
 
 use crate::billing::outbox;
 use crate::members::{self, Member};
@@ -39,11 +41,11 @@ pub struct AccountDeletion {
 pub async fn delete(cp: &ControlPlane, member: &Member, confirm: AccountDeletion) -> ApiResult<()> {
     if !confirm.confirm_email.trim().eq_ignore_ascii_case(&member.email) {
         let message = if confirm.confirm_email.trim().is_empty() {
-            "confirm_email: type your account's email to confirm".to_owned()
+            "type your account's email to confirm".to_owned()
         } else {
-            format!("confirm_email: that is not your account's email; type {} exactly", member.email)
+            format!("that is not your account's email; type {} exactly", member.email)
         };
-        return Err(ApiError::invalid(message));
+        return Err(ApiError::field("confirm_email", message));
     }
     let id = member.id;
     sessions::revoke_all(cp.db(), id).await?;

@@ -25,7 +25,10 @@ const EMAIL_MAX_CHARS: usize = 254;
 #[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Credentials {
-    #[schema(format = Email, max_length = 254)]
+    /// One `@`, a local part and a dotted domain, without spaces or control characters (the
+    /// pattern is the check sign-up makes, so a client can make it before sending).
+    #[schema(format = Email, max_length = 254,
+        pattern = r"^[^@\s\x00-\x1f\x7f-\x9f]+@[^@.\s\x00-\x1f\x7f-\x9f]+(?:\.[^@.\s\x00-\x1f\x7f-\x9f]+)+$")]
     pub email: String,
     /// 8 to 1024 characters.
     #[schema(min_length = 8, max_length = 1024)]
@@ -124,7 +127,7 @@ pub async fn change_password(cp: &ControlPlane, member: MemberId, change: Passwo
     check_new_password(&change.new_password)?;
     let hash = members::password_hash(cp.db(), member).await?.ok_or_else(invalid_session)?;
     if !password::verify(cp.hashing(), change.current_password, Some(hash)).await? {
-        return Err(ApiError::invalid("current_password: this is not your current password"));
+        return Err(ApiError::field("current_password", "this is not your current password"));
     }
     let new_hash = password::hash(cp.hashing(), change.new_password).await?;
     let mut tx = cp.db().begin().await?;
@@ -173,7 +176,7 @@ async fn signed_in(cp: &ControlPlane, member: Member) -> ApiResult<SignedIn> {
 /// Deliverability is not our concern here, only that the field is plausibly an address.
 fn normalise_email(email: &str) -> ApiResult<String> {
     let email = email.trim().to_lowercase();
-    let invalid = || ApiError::invalid("email: give a valid email address, such as ada@example.com");
+    let invalid = || ApiError::field("email", "give a valid email address, such as ada@example.com");
     if email.is_empty() || email.chars().count() > EMAIL_MAX_CHARS || email.chars().any(char::is_whitespace) {
         return Err(invalid());
     }
@@ -200,10 +203,10 @@ fn check_new_password(password: &str) -> ApiResult<()> {
 fn check_password_field(field: &str, password: &str) -> ApiResult<()> {
     let chars = password.chars().count();
     if chars < PASSWORD_MIN_CHARS {
-        return Err(ApiError::invalid(format!("{field}: use at least {PASSWORD_MIN_CHARS} characters")));
+        return Err(ApiError::field(field, format!("use at least {PASSWORD_MIN_CHARS} characters")));
     }
     if chars > PASSWORD_MAX_CHARS {
-        return Err(ApiError::invalid(format!("{field}: use at most {PASSWORD_MAX_CHARS} characters")));
+        return Err(ApiError::field(field, format!("use at most {PASSWORD_MAX_CHARS} characters")));
     }
     Ok(())
 }

@@ -11,7 +11,9 @@
 
 use crate::state::ControlPlane;
 use aqs_core::ApiError;
+use aqs_core::error::ErrorBody;
 use axum::extract::{Request, State};
+use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -91,13 +93,29 @@ impl ControlPlane {
     /// `Err` with PostgreSQL's own reason (a wrong database name, authentication…), or `None`
     /// when the pool only timed out: it retries a refused connection or a failed TLS handshake
     /// until then and keeps the reason to itself ([`Self::connect_reason`] finds it).
+    ///
+    /// An idle connection is used when there is one, so that a server that went away fails the
+    /// probe at once (the broken connection errors) instead of after the pool's acquire timeout.
     async fn probe(&self) -> Result<(), Option<String>> {
-        let ping = sqlx::query("SELECT 1").execute(self.db());
+        let ping = async {
+            match self.db().try_acquire() {
+                Some(mut idle) => sqlx::query("SELECT 1").execute(&mut *idle).await.map(drop),
+                None => sqlx::query("SELECT 1").execute(self.db()).await.map(drop),
+            }
+        };
         match tokio::time::timeout(PROBE_TIMEOUT, ping).await {
-            Ok(Ok(_)) => Ok(()),
+            Ok(Ok(())) => Ok(()),
             Ok(Err(sqlx::Error::PoolTimedOut)) | Err(_) => Err(None),
             Ok(Err(err)) => Err(Some(err.to_string())),
         }
+    }
+
+    /// A request found the database unreachable: every request after it answers 503 at once,
+    /// instead of each waiting for the pool's acquire timeout until the next probe says so.
+    fn found_down(&self) {
+        let state = self.database_state();
+        state.reachable.store(false, Ordering::Release);
+        state.up.store(false, Ordering::Release);
     }
 
     /// Why a connection cannot be made, from one attempt outside the pool.
@@ -173,10 +191,23 @@ pub fn database_unavailable() -> ApiError {
     ApiError::unavailable("the database")
 }
 
-/// Layer on the routes that need PostgreSQL: while it is down they answer 503 at once.
+/// Layer on the routes that need PostgreSQL: while it is down they answer 503 at once, and the
+/// first request that finds it down marks it so for the others (the watcher's next probe decides
+/// when it is back).
 pub(crate) async fn require_database(State(cp): State<ControlPlane>, request: Request, next: Next) -> Response {
     if !cp.database_is_up() {
         return database_unavailable().into_response();
     }
-    next.run(request).await
+    let response = next.run(request).await;
+    if response.status() == StatusCode::SERVICE_UNAVAILABLE && is_database_outage(&response) {
+        cp.found_down();
+    }
+    response
+}
+
+/// Whether `response` is the 503 of an unreachable database (`From<sqlx::Error> for ApiError`
+/// and [`database_unavailable`] say it in the same words).
+fn is_database_outage(response: &Response) -> bool {
+    let Some(ErrorBody(body)) = response.extensions().get::<ErrorBody>() else { return false };
+    body["message"].as_str() == Some(database_unavailable().client_message().as_str())
 }

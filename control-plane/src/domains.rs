@@ -1,18 +1,19 @@
 //! Root domains a member proves with a TXT record: `_aqs-challenge.<domain>` must hold the
 //! domain's `aqs-verify=<random>` value. A domain goes `pending` → `verified` on a check (the API's
-//! verify, and the reconciler's periodic re-check of pending domains); custom hosts can then be
-//! added under it. A root domain may be proved by several members, each with their own value.
+//! verify, and the reconciler's periodic re-checks); custom hosts can then be added under it.
+//! Several members may add a root domain, each with their own value, but it is verified for one
+//! at a time, and only while its record stays: the checks themselves live in `domain_proof`.
 
 use crate::members::MemberId;
 use crate::state::ControlPlane;
-use crate::timefmt;
+use crate::{domain_proof, timefmt};
 use aqs_core::{ApiError, ApiResult, hostname};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-const COLUMNS: &str = "id, name, verification_value, status, reason, verified_at, created_at";
+pub(crate) const COLUMNS: &str = "id, name, verification_value, status, reason, verified_at, lost_at, created_at";
 
 #[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct Domain {
@@ -20,12 +21,17 @@ pub struct Domain {
     pub name: String,
     /// `pending` or `verified`.
     pub status: String,
-    /// Why the last check did not verify it.
+    /// Why the last check did not verify it (the record is missing or wrong, another member holds
+    /// the domain, the proof was lost).
     pub reason: Option<String>,
     /// The record to create.
     pub verification: TxtRecord,
     #[serde(serialize_with = "timefmt::rfc3339_opt")]
     pub verified_at: Option<DateTime<Utc>>,
+    /// When a re-check found the verified domain's record gone: it is `pending` since, and its
+    /// hosts get no new certificates until it is verified again. `null` once verified again.
+    #[serde(serialize_with = "timefmt::rfc3339_opt")]
+    pub lost_at: Option<DateTime<Utc>>,
     #[serde(serialize_with = "timefmt::rfc3339")]
     pub created_at: DateTime<Utc>,
 }
@@ -50,10 +56,11 @@ pub struct NewDomain {
 pub(crate) struct DomainRow {
     pub id: Uuid,
     pub name: String,
-    verification_value: String,
+    pub verification_value: String,
     pub status: String,
-    reason: Option<String>,
+    pub reason: Option<String>,
     verified_at: Option<DateTime<Utc>>,
+    lost_at: Option<DateTime<Utc>>,
     created_at: DateTime<Utc>,
 }
 
@@ -66,16 +73,17 @@ impl DomainRow {
             status: self.status,
             reason: self.reason,
             verified_at: self.verified_at,
+            lost_at: self.lost_at,
             created_at: self.created_at,
         }
     }
 }
 
-fn challenge_name(domain: &str) -> String {
+pub(crate) fn challenge_name(domain: &str) -> String {
     format!("_aqs-challenge.{domain}")
 }
 
-fn not_found() -> ApiError {
+pub(crate) fn not_found() -> ApiError {
     ApiError::not_found("no domain with this id")
 }
 
@@ -84,14 +92,14 @@ fn not_found() -> ApiError {
 fn refuse_edge(edge: &str, name: &str) -> ApiResult<()> {
     let related = edge == name || edge.ends_with(&format!(".{name}")) || name.ends_with(&format!(".{edge}"));
     if !edge.is_empty() && related {
-        return Err(ApiError::invalid(format!("name: {name} is this service's own domain; add a domain of yours")));
+        return Err(ApiError::field("name", format!("{name} is this service's own domain; add a domain of yours")));
     }
     Ok(())
 }
 
 pub async fn create(cp: &ControlPlane, member: MemberId, input: NewDomain) -> ApiResult<Domain> {
     let name = hostname::normalize(&input.name)
-        .ok_or_else(|| ApiError::invalid("name: must be a domain name of two or more labels, such as example.com"))?;
+        .ok_or_else(|| ApiError::field("name", "must be a domain name of two or more labels, such as example.com"))?;
     refuse_edge(&cp.hosts().policy.edge_hostname, &name)?;
     const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let token: String = (0..32).map(|_| CHARS[rand::random_range(0..CHARS.len())] as char).collect();
@@ -153,62 +161,15 @@ pub async fn delete(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<
     Ok(())
 }
 
-/// Checks the TXT record now: 200 either way, `verified` or `pending` with the reason.
+/// Checks the TXT record now: 200 with `verified`, or `pending` with the reason; `409 conflict`
+/// while another member holds the domain verified (their record is still in place).
 pub async fn verify(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<Domain> {
     let domain = find(cp.db(), member, id).await?;
-    check(cp, domain).await.map(DomainRow::into_domain)
-}
-
-/// Looks up the TXT record of a domain and records the outcome. A verified domain stays verified
-/// (hosts under it keep their own CNAME checks).
-pub(crate) async fn check(cp: &ControlPlane, domain: DomainRow) -> ApiResult<DomainRow> {
-    if domain.status == "verified" {
-        return Ok(domain);
+    let (row, proof) = domain_proof::check(cp, domain).await?;
+    match proof {
+        domain_proof::Proof::HeldByAnother => Err(ApiError::Conflict(row.reason.unwrap_or_default())),
+        _ => Ok(row.into_domain()),
     }
-    let name = challenge_name(&domain.name);
-    let (verified, reason) = match cp.hosts().dns.txt_values(&name).await {
-        Ok(values) if values.iter().any(|v| v.trim() == domain.verification_value) => (true, None),
-        Ok(values) if values.is_empty() => (
-            false,
-            Some(format!("no TXT record at {name} yet; create it with the value {}", domain.verification_value)),
-        ),
-        Ok(values) => (
-            false,
-            Some(format!("the TXT record at {name} holds {:?}, not {}", values.join(" "), domain.verification_value)),
-        ),
-        Err(err) => (false, Some(format!("the DNS lookup of {name} failed: {err}; it is retried"))),
-    };
-    let row = sqlx::query_as::<_, DomainRow>(&format!(
-        "UPDATE domains SET status = CASE WHEN $2 THEN 'verified' ELSE status END, reason = $3, checked_at = now(),
-                            verified_at = CASE WHEN $2 THEN now() ELSE verified_at END
-         WHERE id = $1 RETURNING {COLUMNS}"
-    ))
-    .bind(domain.id)
-    .bind(verified)
-    .bind(reason)
-    .fetch_optional(cp.db())
-    .await?
-    .ok_or_else(not_found)?;
-    Ok(row)
-}
-
-/// Pending domains not checked for a minute, for the reconciler's periodic re-check (claimed with
-/// SKIP LOCKED so replicas share the work).
-pub(crate) async fn recheck_pending(cp: &ControlPlane) -> anyhow::Result<usize> {
-    let rows = sqlx::query_as::<_, DomainRow>(&format!(
-        "UPDATE domains SET checked_at = now() WHERE id IN (
-             SELECT id FROM domains WHERE status = 'pending'
-               AND (checked_at IS NULL OR checked_at < now() - interval '60 seconds')
-             ORDER BY checked_at NULLS FIRST LIMIT 20 FOR UPDATE SKIP LOCKED)
-         RETURNING {COLUMNS}"
-    ))
-    .fetch_all(cp.db())
-    .await?;
-    let count = rows.len();
-    for row in rows {
-        check(cp, row).await.map_err(|err| anyhow::anyhow!("checking a domain: {err}"))?;
-    }
-    Ok(count)
 }
 
 /// The member's verified domain that `host` sits strictly under (the longest, if several).

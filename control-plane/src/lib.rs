@@ -27,6 +27,7 @@ pub mod auth;
 pub mod billing;
 pub mod client_addr;
 mod database;
+mod domain_proof;
 pub mod domains;
 pub mod hash_pool;
 pub mod hosts;
@@ -43,7 +44,8 @@ mod resync;
 mod routes;
 mod session;
 mod sessions;
-pub mod slug;
+/// Queue slugs live in core (the data plane parses them too); kept at this path for the console.
+pub use aqs_core::slug;
 mod state;
 mod text;
 mod timefmt;

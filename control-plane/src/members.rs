@@ -122,14 +122,20 @@ pub(crate) async fn password_hash(db: &PgPool, id: MemberId) -> ApiResult<Option
         .await?)
 }
 
-/// Turns the member's row into a tombstone: the id stays (billing's rows point at it), the email
-/// is free for a new sign-up, and no password matches.
+/// Turns the member's row into a tombstone: the id stays (billing's rows point at it), and the
+/// personal data goes. No email (the address is free for a new sign-up, and nothing here can name
+/// the person), no password hash (nothing logs in), only a random marker that says the row was
+/// erased: random rather than a hash of the email, which guessing addresses would reverse.
 pub(crate) async fn tombstone(tx: &mut sqlx::PgConnection, id: MemberId) -> ApiResult<()> {
-    // Not a hash any password matches; login never reads it anyway (deleted members are skipped).
-    sqlx::query("UPDATE members SET deleted_at = now(), password_hash = '!deleted' WHERE id = $1")
-        .bind(id.as_uuid())
-        .execute(&mut *tx)
-        .await?;
+    let marker = format!("erased_{}", Uuid::new_v4().simple());
+    sqlx::query(
+        "UPDATE members SET deleted_at = now(), email = NULL, password_hash = NULL, erasure_marker = $2
+         WHERE id = $1",
+    )
+    .bind(id.as_uuid())
+    .bind(marker)
+    .execute(&mut *tx)
+    .await?;
     Ok(())
 }
 

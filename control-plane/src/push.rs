@@ -183,12 +183,12 @@ fn check(input: PushInput, visibility_seconds: u32) -> ApiResult<Checked> {
     let mode = match input.mode.as_deref().map(str::trim) {
         None | Some("message") => PushMode::Message,
         Some("batch") => PushMode::Batch,
-        Some(other) => return Err(ApiError::invalid(format!("mode: use \"message\" or \"batch\", not {other:?}"))),
+        Some(other) => return Err(ApiError::field("mode", format!("use \"message\" or \"batch\", not {other:?}"))),
     };
     if mode == PushMode::Message {
         for (field, given) in [("messages_per_run", input.messages_per_run), ("wait_seconds", input.wait_seconds)] {
             if given.is_some() {
-                return Err(ApiError::invalid(format!("{field}: applies to batch mode only; send mode \"batch\"")));
+                return Err(ApiError::field(field, "applies to batch mode only; send mode \"batch\""));
             }
         }
     }
@@ -218,7 +218,7 @@ fn check(input: PushInput, visibility_seconds: u32) -> ApiResult<Checked> {
 
 fn in_range(field: &str, value: u32, min: u32, max: u32) -> ApiResult<u32> {
     if value < min || value > max {
-        return Err(ApiError::invalid(format!("{field}: must be between {min} and {max}")));
+        return Err(ApiError::field(field, format!("must be between {min} and {max}")));
     }
     Ok(value)
 }

@@ -29,27 +29,25 @@ pub fn parse(field: &str, text: &str) -> ApiResult<Url> {
     refuse_control(field, text)?;
     let text = text.trim();
     if text.is_empty() || text.chars().count() > URL_MAX_CHARS {
-        return Err(ApiError::invalid(format!(
-            "{field}: give an http or https URL of at most {URL_MAX_CHARS} characters"
-        )));
+        return Err(ApiError::field(field, format!("give an http or https URL of at most {URL_MAX_CHARS} characters")));
     }
-    let url = Url::parse(text).map_err(|err| ApiError::invalid(format!("{field}: not a valid URL ({err})")))?;
+    let url = Url::parse(text).map_err(|err| ApiError::field(field, format!("not a valid URL ({err})")))?;
     if url.scheme() != "http" && url.scheme() != "https" {
-        return Err(ApiError::invalid(format!("{field}: the scheme must be http or https, not {}", url.scheme())));
+        return Err(ApiError::field(field, format!("the scheme must be http or https, not {}", url.scheme())));
     }
     if !url.username().is_empty() || url.password().is_some() {
-        return Err(ApiError::invalid(format!("{field}: credentials (user:password@) are not allowed in the URL")));
+        return Err(ApiError::field(field, "credentials (user:password@) are not allowed in the URL"));
     }
     if url.fragment().is_some() {
-        return Err(ApiError::invalid(format!("{field}: a #fragment is not allowed in the URL")));
+        return Err(ApiError::field(field, "a #fragment is not allowed in the URL"));
     }
     match url.host() {
-        None => return Err(ApiError::invalid(format!("{field}: the URL needs a host"))),
+        None => return Err(ApiError::field(field, "the URL needs a host")),
         Some(Host::Ipv4(_) | Host::Ipv6(_)) => {
-            return Err(ApiError::invalid(format!(
-                "{field}: the host must be a domain name, not an IP address ({})",
-                url.host_str().unwrap_or_default()
-            )));
+            return Err(ApiError::field(
+                field,
+                format!("the host must be a domain name, not an IP address ({})", url.host_str().unwrap_or_default()),
+            ));
         }
         Some(Host::Domain(_)) => {}
     }
@@ -60,7 +58,7 @@ pub fn parse(field: &str, text: &str) -> ApiResult<Url> {
 pub fn parse_prefix(text: &str) -> ApiResult<String> {
     let url = parse("prefix", text)?;
     if url.query().is_some() {
-        return Err(ApiError::invalid("prefix: a ?query is not allowed in a callback URL prefix"));
+        return Err(ApiError::field("prefix", "a ?query is not allowed in a callback URL prefix"));
     }
     Ok(url.to_string())
 }
@@ -89,7 +87,7 @@ pub fn check_authorised(url: &Url, prefixes: &[String]) -> ApiResult<()> {
     } else {
         format!("authorised prefixes: {}", prefixes.join(", "))
     };
-    Err(ApiError::invalid(format!("handler_url: not among the callback URLs authorised for your account ({hint})")))
+    Err(ApiError::field("handler_url", format!("not among the callback URLs authorised for your account ({hint})")))
 }
 
 /// Rule 5: the host, and every address its name resolves to, must be public.
@@ -98,10 +96,13 @@ pub async fn check_address(url: &Url, allow_private: bool) -> ApiResult<()> {
         return Ok(());
     }
     let refuse = |ip: IpAddr, reason: &str| {
-        ApiError::invalid(format!(
-            "handler_url: {} is {reason} ({ip}); private, loopback and link-local addresses are not allowed",
-            url.host_str().unwrap_or_default()
-        ))
+        ApiError::field(
+            "handler_url",
+            format!(
+                "{} is {reason} ({ip}); private, loopback and link-local addresses are not allowed",
+                url.host_str().unwrap_or_default()
+            ),
+        )
     };
     let addresses: Vec<IpAddr> = match url.host() {
         Some(Host::Ipv4(v4)) => vec![IpAddr::V4(v4)],
@@ -112,11 +113,11 @@ pub async fn check_address(url: &Url, allow_private: bool) -> ApiResult<()> {
             match lookup {
                 Ok(Ok(found)) => found.map(|addr| addr.ip()).collect(),
                 _ => {
-                    return Err(ApiError::invalid(format!("handler_url: the host name {name} does not resolve")));
+                    return Err(ApiError::field("handler_url", format!("the host name {name} does not resolve")));
                 }
             }
         }
-        None => return Err(ApiError::invalid("handler_url: the URL needs a host")),
+        None => return Err(ApiError::field("handler_url", "the URL needs a host")),
     };
     for ip in addresses {
         if let Some(reason) = forbidden_address(ip) {

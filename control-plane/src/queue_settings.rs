@@ -111,7 +111,7 @@ pub fn check_name(name: &str) -> ApiResult<String> {
     let name = name.trim();
     let chars = name.chars().count();
     if chars == 0 || chars > NAME_MAX_CHARS {
-        return Err(ApiError::invalid(format!("name: use 1 to {NAME_MAX_CHARS} characters")));
+        return Err(ApiError::field("name", format!("use 1 to {NAME_MAX_CHARS} characters")));
     }
     Ok(name.to_owned())
 }
@@ -129,7 +129,7 @@ fn check_payload_size(bytes: u64) -> ApiResult<u64> {
         return Ok(bytes);
     }
     let allowed: Vec<String> = PAYLOAD_SIZES.iter().map(|size| format!("{size} ({} MiB)", size / MIB)).collect();
-    Err(ApiError::invalid(format!("payload_size: choose one of {}", allowed.join(", "))))
+    Err(ApiError::field("payload_size", format!("choose one of {}", allowed.join(", "))))
 }
 
 fn check_storage_limit(bytes: u64) -> ApiResult<u64> {
@@ -138,7 +138,7 @@ fn check_storage_limit(bytes: u64) -> ApiResult<u64> {
 
 fn in_range<T: PartialOrd + std::fmt::Display + Copy>(field: &str, value: T, min: T, max: T) -> ApiResult<T> {
     if value < min || value > max {
-        return Err(ApiError::invalid(format!("{field}: must be between {min} and {max}")));
+        return Err(ApiError::field(field, format!("must be between {min} and {max}")));
     }
     Ok(value)
 }

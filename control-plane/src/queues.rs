@@ -73,12 +73,13 @@ pub async fn create(cp: &ControlPlane, member: MemberId, input: NewQueue) -> Api
     let settings = input.check()?;
     if cp.billing().is_some() && settings.payload_size > aqs_core::limits::MIB {
         // A paid size is bought on an existing queue (PATCH), where payment is checked.
-        return Err(ApiError::invalid(
-            "payload_size: new queues start at 1 MiB; choose a paid add-on size in the queue's settings",
+        return Err(ApiError::field(
+            "payload_size",
+            "new queues start at 1 MiB; choose a paid add-on size in the queue's settings",
         ));
     }
     let base = slug::derive(&settings.name).ok_or_else(|| {
-        ApiError::invalid("name: include at least one letter a-z or digit; the queue's address is made from them")
+        ApiError::field("name", "include at least one letter a-z or digit; the queue's address is made from them")
     })?;
     let mut tx = cp.db().begin().await?;
     // Locking the member's row serialises their creates, so two concurrent requests cannot both

@@ -10,7 +10,7 @@ use aqs_core::{ApiError, ApiResult};
 pub fn refuse_control(field: &str, text: &str) -> ApiResult<()> {
     match text.chars().find(|c| c.is_control()) {
         Some(c) => {
-            Err(ApiError::invalid(format!("{field}: control characters (here U+{:04X}) are not allowed", u32::from(c))))
+            Err(ApiError::field(field, format!("control characters (here U+{:04X}) are not allowed", u32::from(c))))
         }
         None => Ok(()),
     }

@@ -200,7 +200,7 @@ pub async fn revoke(cp: &ControlPlane, member: MemberId, slug: &Slug, token_id: 
     .await?
     .ok_or_else(not_found)?;
     projection::remove_token(&mut cp.redis(), cp.keys(), &hash).await.map_err(projection::failed)?;
-    cp.engine().confirm_replicated(&[cp.keys().token(&hash)]).await
+    Ok(cp.engine().confirm_replicated(&[cp.keys().token(&hash)]).await?)
 }
 
 /// Revokes every token of a queue being deleted, returning all their hashes (revoked earlier or
@@ -219,7 +219,7 @@ fn check_name(name: &str) -> ApiResult<String> {
     let name = name.trim();
     let chars = name.chars().count();
     if chars == 0 || chars > NAME_MAX_CHARS {
-        return Err(ApiError::invalid(format!("name: use 1 to {NAME_MAX_CHARS} characters")));
+        return Err(ApiError::field("name", format!("use 1 to {NAME_MAX_CHARS} characters")));
     }
     Ok(name.to_owned())
 }
@@ -230,12 +230,12 @@ fn check_scopes(names: &[String]) -> ApiResult<Vec<Scope>> {
         .iter()
         .map(|name| {
             Scope::parse(name.trim()).ok_or_else(|| {
-                ApiError::invalid(format!("scopes: unknown scope {name:?}; use send, consume or manage"))
+                ApiError::field("scopes", format!("unknown scope {name:?}; use send, consume or manage"))
             })
         })
         .collect::<ApiResult<Vec<_>>>()?;
     if scopes.is_empty() {
-        return Err(ApiError::invalid("scopes: give at least one of send, consume, manage"));
+        return Err(ApiError::field("scopes", "give at least one of send, consume, manage"));
     }
     scopes.sort();
     scopes.dedup();

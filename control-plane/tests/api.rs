@@ -3,8 +3,13 @@
 
 mod api {
     mod account;
+    mod account_billing;
     mod auth;
+    mod billed;
     mod billing;
+    mod billing_admin;
+    mod billing_mode;
+    mod erasure;
     mod errors;
     mod fake_stripe;
     mod isolation;

@@ -98,9 +98,11 @@ pub struct Config {
     /// A certificate is renewed once this fraction of its lifetime remains
     /// (`AQS_CERT_RENEW_FRACTION`, default a third; 1 renews at every check, for tests).
     pub cert_renew_fraction: f64,
-    /// How often an active host's DNS is checked again, and a pending domain's TXT record
-    /// (`AQS_HOST_RECHECK_SECONDS`).
+    /// How often an active host's DNS is checked again (`AQS_HOST_RECHECK_SECONDS`).
     pub host_recheck_seconds: u64,
+    /// How often a verified domain's TXT record is checked again (`AQS_DOMAIN_RECHECK_SECONDS`):
+    /// a domain whose proof is gone stops being verified.
+    pub domain_recheck_seconds: u64,
     /// Stripe secret API key (`AQS_STRIPE_SECRET_KEY`). Unset: billing is off and payload add-ons
     /// are granted without charge.
     #[serde(default)]
@@ -153,6 +155,7 @@ struct Defaults {
     cert_encryption_key: &'static str,
     cert_renew_fraction: f64,
     host_recheck_seconds: u64,
+    domain_recheck_seconds: u64,
 }
 
 const DEFAULTS: Defaults = Defaults {
@@ -182,6 +185,7 @@ const DEFAULTS: Defaults = Defaults {
     cert_encryption_key: "",
     cert_renew_fraction: 1.0 / 3.0,
     host_recheck_seconds: 3600,
+    domain_recheck_seconds: 3600,
 };
 
 /// `AQS_…` variables that belong to the clients (`AQS_URL`, `AQS_TOKEN…` of the SDK and the worker
@@ -398,6 +402,7 @@ impl Config {
             cert_encryption_key: Secret::new(""),
             cert_renew_fraction: DEFAULTS.cert_renew_fraction,
             host_recheck_seconds: DEFAULTS.host_recheck_seconds,
+            domain_recheck_seconds: DEFAULTS.domain_recheck_seconds,
             stripe_secret_key: Secret::default(),
             stripe_webhook_secret: Secret::default(),
             stripe_api_base: String::new(),

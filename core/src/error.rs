@@ -20,6 +20,10 @@ pub struct ErrorBody(pub serde_json::Value);
 pub enum ApiError {
     #[error("{0}")]
     InvalidRequest(String),
+    /// One field of the request is wrong: said as `field: message`, and the answer names the field
+    /// (`"field"`), so that a form can show the message beside its input without parsing text.
+    #[error("{field}: {message}")]
+    InvalidField { field: String, message: String },
     /// A bad entry in a batch: the message names the problem, `index` the entry.
     #[error("messages[{index}]: {source}")]
     InBatch { index: usize, source: Box<ApiError> },
@@ -31,6 +35,10 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     MethodNotAllowed(String),
+    /// A request on the TLS listener whose `Host` is not the name the connection was opened for
+    /// (SNI): it is answered by no route, whatever the name.
+    #[error("{0}")]
+    MisdirectedRequest(String),
     #[error("{0}")]
     Conflict(String),
     #[error("{0}")]
@@ -79,6 +87,11 @@ impl ApiError {
         Self::InvalidRequest(message.into())
     }
 
+    /// `field` is wrong, as `message` says (e.g. `field("max_attempts", "must be between 1 and 100")`).
+    pub fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::InvalidField { field: field.into(), message: message.into() }
+    }
+
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::NotFound(message.into())
     }
@@ -90,21 +103,11 @@ impl ApiError {
 
     /// [`ApiError::unavailable`], keeping the store's error (with its sources) for the log line.
     pub fn unavailable_because(what: &str, cause: &(dyn std::error::Error + 'static)) -> Self {
-        let mut chain = cause.to_string();
-        let mut source = cause.source();
-        while let Some(err) = source {
-            // Some errors (redis's among them) already print their source: say each cause once.
-            let text = err.to_string();
-            if !chain.contains(&text) {
-                chain.push_str(": ");
-                chain.push_str(&text);
-            }
-            source = err.source();
-        }
-        Self::outage(what, Some(chain))
+        Self::outage(what, Some(error_chain(cause)))
     }
 
-    fn outage(what: &str, cause: Option<String>) -> Self {
+    /// `what` cannot be reached now; `cause` (for the log line only) says why, when known.
+    pub fn outage(what: &str, cause: Option<String>) -> Self {
         Self::ServiceUnavailable {
             message: format!("{what} is temporarily unavailable; retry shortly"),
             retry_after_secs: 1,
@@ -114,7 +117,7 @@ impl ApiError {
 
     /// What the client is told: a server fault's detail (an internal error, an outage's cause)
     /// stays in the log.
-    fn client_message(&self) -> String {
+    pub fn client_message(&self) -> String {
         match self {
             Self::Internal(_) => "internal error; the request may be retried".to_owned(),
             Self::ServiceUnavailable { message, .. } | Self::ReplicationTimeout(message) => message.clone(),
@@ -125,12 +128,13 @@ impl ApiError {
 
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::InvalidRequest(_) | Self::ReceiptInvalid(_) => StatusCode::BAD_REQUEST,
+            Self::InvalidRequest(_) | Self::InvalidField { .. } | Self::ReceiptInvalid(_) => StatusCode::BAD_REQUEST,
             Self::InBatch { source, .. } => source.status(),
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) | Self::QueueLimitReached(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            Self::MisdirectedRequest(_) => StatusCode::MISDIRECTED_REQUEST,
             Self::Conflict(_)
             | Self::IdempotencyConflict(_)
             | Self::LeaseLost(_)
@@ -150,12 +154,13 @@ impl ApiError {
     /// The stable machine-readable code clients switch on.
     pub fn code(&self) -> &'static str {
         match self {
-            Self::InvalidRequest(_) => "invalid_request",
+            Self::InvalidRequest(_) | Self::InvalidField { .. } => "invalid_request",
             Self::InBatch { source, .. } => source.code(),
             Self::Unauthorized(_) => "unauthorized",
             Self::Forbidden(_) => "forbidden",
             Self::NotFound(_) => "not_found",
             Self::MethodNotAllowed(_) => "method_not_allowed",
+            Self::MisdirectedRequest(_) => "misdirected_request",
             Self::Conflict(_) => "conflict",
             Self::IdempotencyConflict(_) => "idempotency_conflict",
             Self::ReceiptInvalid(_) => "receipt_invalid",
@@ -213,6 +218,22 @@ pub fn redis_is_unavailable(err: &redis::RedisError) -> bool {
                     | ServerErrorKind::ReadOnly
             )
         )
+}
+
+/// `err` and its sources in one line, each cause said once (some errors, redis's among them,
+/// already print their source).
+pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut chain = err.to_string();
+    let mut source = err.source();
+    while let Some(err) = source {
+        let text = err.to_string();
+        if !chain.contains(&text) {
+            chain.push_str(": ");
+            chain.push_str(&text);
+        }
+        source = err.source();
+    }
+    chain
 }
 
 /// Nothing is logged here: the 503 is logged where it is answered ([`IntoResponse`], at most once
@@ -274,6 +295,9 @@ impl IntoResponse for ApiError {
         let mut body = json!({ "error": self.code(), "message": message });
         if let Self::InBatch { index, .. } = &self {
             body["index"] = json!(index);
+        }
+        if let Self::InvalidField { field, .. } = self.unbatched() {
+            body["field"] = json!(field);
         }
         if let Self::PaymentRequired { setup_url, .. } = &self {
             body["setup_url"] = json!(setup_url);

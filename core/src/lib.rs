@@ -16,11 +16,14 @@ pub mod metrics;
 pub mod openapi;
 pub mod projection;
 pub mod push;
+pub mod query;
 pub mod receipt;
 pub mod redis_conn;
+pub mod redis_probe;
 pub mod redis_sentinel;
 pub mod secret;
 pub mod settings;
+pub mod slug;
 #[cfg(feature = "postgres")]
 mod sql_error;
 pub mod time;
@@ -28,3 +31,4 @@ pub mod token;
 
 pub use error::{ApiError, ApiResult};
 pub use json::ApiJson;
+pub use query::ApiQuery;

@@ -62,6 +62,8 @@ pub struct ErrorAnswer {
     request_id: Option<String>,
     /// The batch entry the error is about (batch publish).
     index: Option<u64>,
+    /// `invalid_request` about one field of the body: its name (the message also starts with it).
+    field: Option<String>,
     /// `payment_required`: where to add a payment method.
     setup_url: Option<String>,
     /// `oversized_messages_stored`: how many stored messages are larger than the new size.
@@ -236,6 +238,9 @@ mod tests {
         }
         let listed: usize = ERRORS.iter().map(|(_, codes)| codes.len()).sum();
         assert_eq!(listed, samples.len(), "every listed code is one the error type answers");
+        // A field's error is an `invalid_request` too.
+        let field = ApiError::field("name", "too long");
+        assert_eq!((field.code(), field.status().as_u16()), ("invalid_request", 400));
     }
 
     #[test]

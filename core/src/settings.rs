@@ -80,6 +80,7 @@ pub const SETTINGS: &[Setting] = &[
     ),
     setting("cert_renew_fraction", "0.333", "", "renew a certificate once this fraction of its lifetime remains"),
     setting("host_recheck_seconds", "3600", "", "how often an active host's DNS is checked again"),
+    setting("domain_recheck_seconds", "3600", "", "how often a verified domain's TXT record is checked again"),
     setting("stripe_secret_key", "", "", "Stripe secret key; unset, billing is off"),
     setting("stripe_webhook_secret", "", "with stripe_secret_key", "signing secret of the Stripe webhook endpoint"),
     setting("stripe_api_base", "https://api.stripe.com", "", "Stripe's API origin"),

@@ -28,6 +28,7 @@ fn conflict_message(constraint: Option<&str>) -> String {
         Some("queues_live_slug_key") => "a queue with this slug already exists".into(),
         Some("hosts_hostname_key") => "this hostname is already in use by another host".into(),
         Some("domains_member_name_key") => "you already added this domain".into(),
+        Some("domains_verified_name_key") => "another member holds this domain verified".into(),
         Some("callback_urls_member_prefix_key") => {
             "this callback URL prefix is already authorised for the member".into()
         }

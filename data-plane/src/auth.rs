@@ -7,6 +7,7 @@ use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::ids::QueueId;
 use aqs_core::projection::TokenRecord;
+use aqs_core::slug::Slug;
 use aqs_core::time::now_ms;
 use aqs_core::token::{Scope, TokenSecret};
 use aqs_engine::{Charge, Class};
@@ -39,7 +40,8 @@ impl FromRequestParts<DataPlane> for QueueContext {
         let queue = match parts.extensions.get::<PinnedQueue>() {
             Some(pinned) => pinned.0,
             None => {
-                let Path(slug) = Path::<String>::from_request_parts(parts, state)
+                // A segment that could not be a slug is unknown without asking Redis.
+                let Path(slug) = Path::<Slug>::from_request_parts(parts, state)
                     .await
                     .map_err(|_| ApiError::not_found("no such queue"))?;
                 state.auth.slug(&mut conn, &slug).await?.ok_or_else(|| ApiError::not_found("no such queue"))?

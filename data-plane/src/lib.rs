@@ -2,8 +2,9 @@
 //!
 //! - [`router`] serves every route under `/queue/v1`; [`queue_routes`] are the per-queue handlers
 //!   alone, written against an extracted [`QueueContext`] so a custom host can serve them at `/`.
-//! - [`route_by_host`] puts custom hosts in front of a router; [`tls_server_config`] is the TLS
-//!   listener's configuration (certificates by SNI).
+//! - [`plain_listener`] keeps custom hosts' names off the plain listener's router (challenges and
+//!   redirects only); [`tls_listener`] serves them, by SNI and a matching `Host`; [`tls_server_config`]
+//!   is the TLS listener's configuration (certificates by SNI).
 //! - [`spawn_background`] starts the sweeper (timers), the publish ledger flusher, the engine's
 //!   wake-up subscriber (long polls), the custom hosts' sync and the push supervisor ([`push`]: one
 //!   dispatcher per queue with a push target).
@@ -25,7 +26,7 @@ mod sweeper;
 
 pub use auth::{PinnedQueue, QueueContext};
 pub use cache::{CAPACITY as CACHE_CAPACITY, CacheSizes};
-pub use hosts::routing::route_by_host;
+pub use hosts::routing::{ServerName, plain_listener, tls_listener};
 pub use hosts::tls::server_config as tls_server_config;
 pub use last_use::CAPACITY as LAST_USE_CAPACITY;
 pub use routes::{document as openapi_document, queue_routes, router, served_paths};

@@ -2,7 +2,7 @@
 
 use super::Engine;
 use super::reply::chunk_counts;
-use aqs_core::error::ApiResult;
+use crate::error::StorageResult;
 use aqs_core::ids::QueueId;
 
 /// A ready message read without leasing it.
@@ -25,7 +25,7 @@ pub const PURGE_CHUNK: u32 = 500;
 
 impl Engine {
     /// Up to `limit` ready messages in delivery order, attempts and leases untouched.
-    pub async fn peek(&self, queue: QueueId, limit: u32, now_ms: u64) -> ApiResult<Option<Vec<PeekedMessage>>> {
+    pub async fn peek(&self, queue: QueueId, limit: u32, now_ms: u64) -> StorageResult<Option<Vec<PeekedMessage>>> {
         let mut inv = self.invocation(&self.scripts.peek, queue);
         inv.arg(now_ms).arg(limit);
         let Some(mut reply) = self.run_found(&inv, "peek.lua").await? else {
@@ -50,7 +50,7 @@ impl Engine {
     /// Deletes every waiting ready message (not leased, not delayed), in bounded chunks; returns
     /// how many. Stops at the first chunk that is not full, so a steady stream of publishes
     /// cannot keep it going forever.
-    pub async fn purge_ready(&self, queue: QueueId, now_ms: u64) -> ApiResult<u64> {
+    pub async fn purge_ready(&self, queue: QueueId, now_ms: u64) -> StorageResult<u64> {
         let (mut total, mut charge) = (0, self.charge);
         loop {
             // The request is charged once, on its first chunk.

@@ -2,7 +2,7 @@
 //! queue (stream order, then delayed messages by due time) and one message whole, by where it is.
 
 use super::Engine;
-use aqs_core::error::ApiResult;
+use crate::error::StorageResult;
 use aqs_core::ids::QueueId;
 
 /// Where a message is, as `browse.lua` reports it.
@@ -96,7 +96,7 @@ impl Engine {
         limit: u32,
         preview: usize,
         now_ms: u64,
-    ) -> ApiResult<Option<MessagePage>> {
+    ) -> StorageResult<Option<MessagePage>> {
         let cursor = cursor.filter(|c| valid_cursor(c)).unwrap_or("");
         let mut inv = self.invocation(&self.scripts.browse, queue);
         inv.arg(now_ms).arg("page").arg(limit.max(1)).arg(preview).arg(cursor);
@@ -109,7 +109,7 @@ impl Engine {
         queue: QueueId,
         reference: &MessageRef,
         now_ms: u64,
-    ) -> ApiResult<Option<BrowsedMessage>> {
+    ) -> StorageResult<Option<BrowsedMessage>> {
         let (where_, id) = match reference {
             MessageRef::Stream(sid) => ("s", sid),
             MessageRef::Delayed(id) => ("d", id),
@@ -123,7 +123,7 @@ impl Engine {
     async fn browse_reply(
         &self,
         inv: &super::Invocation<'_>,
-    ) -> ApiResult<Option<(Vec<BrowsedMessage>, Option<String>)>> {
+    ) -> StorageResult<Option<(Vec<BrowsedMessage>, Option<String>)>> {
         let Some(mut reply) = self.run_found(inv, "browse.lua").await? else {
             return Ok(None);
         };

@@ -4,7 +4,7 @@
 
 use super::Engine;
 use super::ledger::{FlushItem, Recorded};
-use aqs_core::error::ApiResult;
+use crate::error::StorageResult;
 use aqs_core::ids::QueueId;
 use aqs_core::time::now_ms;
 use futures_util::future::join_all;
@@ -23,7 +23,7 @@ impl Engine {
     /// Draws `bytes` for one publish on `day`, growing this replica's lease in Redis when the one
     /// held is short. The undrawn rest of the lease is given back first, so the limit is judged on
     /// exactly what is stored, whatever lease this replica held.
-    pub(super) async fn draw(&self, queue: QueueId, day: u32, bytes: u64, now_ms: u64) -> ApiResult<Drawn> {
+    pub(super) async fn draw(&self, queue: QueueId, day: u32, bytes: u64, now_ms: u64) -> StorageResult<Drawn> {
         let ledger = &self.ledger;
         if ledger.try_draw(queue, day, bytes) {
             return Ok(Drawn::Yes);
@@ -62,7 +62,7 @@ impl Engine {
     /// leases renewed, topped up or (`release`, or idle) given back. One `flush.lua` call per
     /// queue, all sent at once (the connection pipelines them); what could not be written is kept
     /// for the next flush.
-    pub async fn flush_ledger(&self, release: bool) -> ApiResult<()> {
+    pub async fn flush_ledger(&self, release: bool) -> StorageResult<()> {
         let ledger = &self.ledger;
         let _flushing = ledger.write_gate().await;
         let now = now_ms();
@@ -84,7 +84,7 @@ impl Engine {
     }
 
     /// What Redis recorded, or `None` when the queue is gone.
-    async fn flush_one(&self, item: &FlushItem, now_ms: u64) -> ApiResult<Option<Recorded>> {
+    async fn flush_one(&self, item: &FlushItem, now_ms: u64) -> StorageResult<Option<Recorded>> {
         let q = self.keys.queue(item.queue);
         let mut inv = self.prepare(&self.scripts.flush);
         inv.key(q.meta()).key(q.stats()).key(q.budget()).key(q.minutes());

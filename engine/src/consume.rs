@@ -3,7 +3,7 @@
 
 use super::Engine;
 use super::reply::{Reply, Status, unexpected};
-use aqs_core::error::ApiResult;
+use crate::error::StorageResult;
 use aqs_core::ids::{MessageId, QueueId};
 use aqs_core::receipt::{AckHint, StreamId};
 use aqs_core::time::utc_day;
@@ -48,7 +48,7 @@ impl Engine {
         lease_ms: u64,
         now_ms: u64,
         wait_until_ms: u64,
-    ) -> ApiResult<ConsumeOutcome> {
+    ) -> StorageResult<ConsumeOutcome> {
         let mut inv = self.invocation(&self.scripts.consume, queue);
         inv.arg(now_ms).arg(utc_day(now_ms)).arg(max).arg(lease_ms).arg(wait_until_ms);
         let mut reply = Reply::new(self.run(&inv).await?)?;

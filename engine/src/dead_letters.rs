@@ -4,7 +4,7 @@
 use super::admin::PURGE_CHUNK;
 use super::reply::Reply;
 use super::{Charge, Engine};
-use aqs_core::error::ApiResult;
+use crate::error::StorageResult;
 use aqs_core::ids::QueueId;
 
 /// Bytes of the body shown in a dead letter's preview.
@@ -51,7 +51,7 @@ fn valid_cursor(cursor: &str) -> bool {
 
 impl Engine {
     /// The oldest `limit` dead letters; `None` when the queue does not exist.
-    pub async fn dead_letters(&self, queue: QueueId, limit: u32) -> ApiResult<Option<Vec<DeadLetter>>> {
+    pub async fn dead_letters(&self, queue: QueueId, limit: u32) -> StorageResult<Option<Vec<DeadLetter>>> {
         Ok(self.dead_letter_page(queue, None, limit, "").await?.map(|page| page.letters))
     }
 
@@ -64,7 +64,7 @@ impl Engine {
         cursor: Option<&str>,
         limit: u32,
         reason: &str,
-    ) -> ApiResult<Option<DeadLetterPage>> {
+    ) -> StorageResult<Option<DeadLetterPage>> {
         let cursor = cursor.filter(|c| valid_cursor(c)).unwrap_or("");
         let mut inv = self.invocation(&self.scripts.dlq_list, queue);
         inv.arg("list").arg(limit.max(1)).arg(PREVIEW_BYTES).arg(cursor).arg(reason);
@@ -91,7 +91,7 @@ impl Engine {
 
     /// How many dead letters have a reason that contains `reason` (every one when it is empty:
     /// then one XLEN through `stats`). Reads the dead-letter queue in bounded chunks.
-    pub async fn count_dead_letters(&self, queue: QueueId, reason: &str) -> ApiResult<u64> {
+    pub async fn count_dead_letters(&self, queue: QueueId, reason: &str) -> StorageResult<u64> {
         let mut conn = self.conn.clone();
         if reason.is_empty() {
             let n: u64 = redis::cmd("XLEN").arg(self.keys.queue(queue).dead_letters()).query_async(&mut conn).await?;
@@ -114,7 +114,7 @@ impl Engine {
     }
 
     /// Puts dead letters back on the queue with attempts reset; returns how many.
-    pub async fn replay_dead_letters(&self, queue: QueueId, selection: &Selection) -> ApiResult<u64> {
+    pub async fn replay_dead_letters(&self, queue: QueueId, selection: &Selection) -> StorageResult<u64> {
         self.chunked(selection, |inv_args, charge| {
             let mut inv = self.invocation_charged(&self.scripts.dlq_replay, queue, charge);
             for arg in inv_args {
@@ -126,7 +126,7 @@ impl Engine {
     }
 
     /// Deletes dead letters for good; returns how many.
-    pub async fn purge_dead_letters(&self, queue: QueueId, selection: &Selection, now_ms: u64) -> ApiResult<u64> {
+    pub async fn purge_dead_letters(&self, queue: QueueId, selection: &Selection, now_ms: u64) -> StorageResult<u64> {
         self.chunked(selection, |inv_args, charge| {
             let mut inv = self.invocation_charged(&self.scripts.dlq_purge, queue, charge);
             inv.arg(now_ms);
@@ -145,7 +145,7 @@ impl Engine {
         &self,
         selection: &Selection,
         build: impl Fn(Vec<String>, Option<Charge>) -> super::Invocation<'a>,
-    ) -> ApiResult<u64> {
+    ) -> StorageResult<u64> {
         match selection {
             Selection::Ids(ids) => {
                 let args = std::iter::once("ids".to_owned()).chain(ids.iter().cloned()).collect();
@@ -181,7 +181,7 @@ impl Engine {
     }
 
     /// One call of a DLQ action: `(acted on, chunk size used, entries read, last entry read or '')`.
-    async fn dlq_chunk(&self, inv: &super::Invocation<'_>) -> ApiResult<(u64, u64, u64, String)> {
+    async fn dlq_chunk(&self, inv: &super::Invocation<'_>) -> StorageResult<(u64, u64, u64, String)> {
         let mut reply = Reply::new(self.run(inv).await?)?;
         Ok((reply.uint()?, reply.uint()?, reply.uint()?, reply.text()?))
     }

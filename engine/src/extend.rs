@@ -3,7 +3,7 @@
 
 use super::Engine;
 use super::reply::ints;
-use aqs_core::error::ApiResult;
+use crate::error::StorageResult;
 use aqs_core::ids::QueueId;
 use aqs_core::receipt::{AckHint, Receipt};
 
@@ -18,7 +18,7 @@ impl Engine {
         hints: &[Option<AckHint>],
         lease_ms: u64,
         now_ms: u64,
-    ) -> ApiResult<Vec<bool>> {
+    ) -> StorageResult<Vec<bool>> {
         let mut inv = self.invocation(&self.scripts.extend, queue);
         inv.arg(now_ms).arg(lease_ms).arg(receipts.len());
         for (i, receipt) in receipts.iter().enumerate() {

@@ -4,12 +4,12 @@
 //! delayed or dead. Billing asks before it lets a queue go back to a smaller payload size.
 
 use super::Engine;
-use aqs_core::error::ApiResult;
+use crate::error::StorageResult;
 use aqs_core::ids::QueueId;
 
 impl Engine {
     /// How many stored messages of `queue` have a body larger than `limit` bytes.
-    pub async fn stored_larger_than(&self, queue: QueueId, limit: u64) -> ApiResult<u64> {
+    pub async fn stored_larger_than(&self, queue: QueueId, limit: u64) -> StorageResult<u64> {
         let mut conn = self.conn.clone();
         let count: u64 = redis::cmd("ZCOUNT")
             .arg(self.keys.queue(queue).large())

@@ -88,6 +88,7 @@ mod browse;
 mod budget;
 mod consume;
 mod dead_letters;
+mod error;
 mod extend;
 mod large;
 mod ledger;
@@ -96,6 +97,7 @@ mod publish;
 mod rate;
 mod replication;
 mod reply;
+mod scratch;
 mod scripts;
 mod slices;
 mod stats;
@@ -107,6 +109,7 @@ pub use admin::{PURGE_CHUNK, PeekedMessage};
 pub use browse::{BrowsedMessage, MessagePage, MessageRef, MessageState};
 pub use consume::{ConsumeOutcome, Delivery};
 pub use dead_letters::{DeadLetter, DeadLetterPage, PREVIEW_BYTES, REASON_FILTER_MAX, Selection};
+pub use error::{StorageError, StorageResult};
 use ledger::Ledger;
 pub use publish::{NewMessage, PublishOutcome, Published};
 pub use rate::{Charge, Class};
@@ -116,7 +119,6 @@ pub use stats::{DAILY_HISTORY_DAYS, DailyCount, MINUTE_HISTORY, MinuteCount, Que
 pub use sweep::SweepOutcome;
 pub use wake::{Waiter, Waiters};
 
-use aqs_core::error::ApiResult;
 use aqs_core::ids::{MessageId, QueueId};
 use aqs_core::keys::Keys;
 use aqs_core::redis_conn::RedisConn;
@@ -210,7 +212,7 @@ impl Engine {
     /// Returns once the replicas `AQS_REDIS_REPLICA_ACKS` asks for have this process's writes to
     /// `key`'s primary: for writes made outside the scripts, such as the control plane's projection
     /// of settings and tokens, which share this engine's connection.
-    pub async fn confirm_replicated(&self, keys: &[String]) -> ApiResult<()> {
+    pub async fn confirm_replicated(&self, keys: &[String]) -> StorageResult<()> {
         for key in keys {
             self.acks.confirm(&self.conn, key).await?;
         }
@@ -286,7 +288,7 @@ impl Engine {
 
     /// Runs a script whose reply opens with `ok`, or `no_queue` (`None`); any other status is an
     /// internal error.
-    async fn run_found(&self, inv: &Invocation<'_>, script: &str) -> ApiResult<Option<Reply>> {
+    async fn run_found(&self, inv: &Invocation<'_>, script: &str) -> StorageResult<Option<Reply>> {
         let mut reply = Reply::new(self.run(inv).await?)?;
         match reply.status(script)? {
             Status::Ok => Ok(Some(reply)),
@@ -297,7 +299,7 @@ impl Engine {
 
     /// EVALSHA (falling back to EVAL after a Redis restart emptied the script cache). A charged
     /// script's refusal (`rate.lua`) is the error `rate_limited`.
-    async fn run(&self, inv: &Invocation<'_>) -> ApiResult<Value> {
+    async fn run(&self, inv: &Invocation<'_>) -> StorageResult<Value> {
         let mut conn = self.conn.clone();
         let started = aqs_core::metrics::enabled().then(Instant::now);
         let result: redis::RedisResult<Value> = inv.inv.invoke_async(&mut conn).await;
@@ -313,7 +315,7 @@ impl Engine {
 
     /// Returns once the replicas `AQS_REDIS_REPLICA_ACKS` asks for have what `script` wrote to
     /// `queue`, when it is a write a client is answered for (`Scripts::acknowledged`).
-    async fn replicated(&self, script: &Script, queue: QueueId) -> ApiResult<()> {
+    async fn replicated(&self, script: &Script, queue: QueueId) -> StorageResult<()> {
         if !self.acks.enabled() || !self.scripts.acknowledged(script) {
             return Ok(());
         }
@@ -323,7 +325,7 @@ impl Engine {
     /// An EVALSHA of `script` that the caller built itself: the single publish skips
     /// `ScriptInvocation`, which copies every key and argument once more. Loads the script and
     /// retries after a Redis restart emptied the script cache, as `run` does.
-    async fn run_evalsha(&self, script: &Script, queue: QueueId, evalsha: &redis::Cmd) -> ApiResult<Value> {
+    async fn run_evalsha(&self, script: &Script, queue: QueueId, evalsha: &redis::Cmd) -> StorageResult<Value> {
         let mut conn = self.conn.clone();
         let started = aqs_core::metrics::enabled().then(Instant::now);
         let result: redis::RedisResult<Value> = match evalsha.query_async(&mut conn).await {

@@ -4,7 +4,7 @@
 //! delivery log.
 
 use super::Engine;
-use aqs_core::error::ApiResult;
+use crate::error::StorageResult;
 use aqs_core::ids::QueueId;
 use redis::Value;
 use std::collections::HashMap;
@@ -15,7 +15,7 @@ const DROP_CHUNK: u32 = 1000;
 
 impl Engine {
     /// How many leases consumers hold on `queue` at `now_ms` (a lease a nack released is not held).
-    pub async fn held_leases(&self, queue: QueueId, now_ms: u64) -> ApiResult<u64> {
+    pub async fn held_leases(&self, queue: QueueId, now_ms: u64) -> StorageResult<u64> {
         let mut inv = self.invocation(&self.scripts.held_leases, queue);
         inv.arg(now_ms);
         match self.run(&inv).await? {
@@ -27,7 +27,7 @@ impl Engine {
     /// Deletes every message and every key of `queue`. Its meta goes first, so no publish is
     /// accepted once this started; call it only once the queue can no longer be reached (its slug
     /// and tokens gone) and is tombstoned. Safe to call again after an interruption.
-    pub async fn drop_queue(&self, queue: QueueId) -> ApiResult<()> {
+    pub async fn drop_queue(&self, queue: QueueId) -> StorageResult<()> {
         let q = self.keys.queue(queue);
         loop {
             let mut inv = self.invocation(&self.scripts.drop_queue, queue);
@@ -48,7 +48,7 @@ impl Engine {
 impl Engine {
     /// Records that token `token_id` of `queue` was used at `now_ms` (callers do it at most once a
     /// minute per token, off the request's path).
-    pub async fn record_token_use(&self, queue: QueueId, token_id: Uuid, now_ms: u64) -> ApiResult<()> {
+    pub async fn record_token_use(&self, queue: QueueId, token_id: Uuid, now_ms: u64) -> StorageResult<()> {
         let key = self.keys.queue(queue).token_last_used();
         let mut conn = self.conn.clone();
         redis::cmd("HSET").arg(key).arg(token_id.to_string()).arg(now_ms).query_async::<()>(&mut conn).await?;
@@ -56,7 +56,7 @@ impl Engine {
     }
 
     /// token id → its last use (ms) recorded on `queue`.
-    pub async fn token_last_uses(&self, queue: QueueId) -> ApiResult<HashMap<Uuid, u64>> {
+    pub async fn token_last_uses(&self, queue: QueueId) -> StorageResult<HashMap<Uuid, u64>> {
         let key = self.keys.queue(queue).token_last_used();
         let mut conn = self.conn.clone();
         let raw: HashMap<String, String> = redis::cmd("HGETALL").arg(key).query_async(&mut conn).await?;
@@ -64,7 +64,7 @@ impl Engine {
     }
 
     /// The last `count` push delivery records of `queue` (`DeliveryRecord` JSON), newest first.
-    pub async fn push_log(&self, queue: QueueId, count: usize) -> ApiResult<Vec<String>> {
+    pub async fn push_log(&self, queue: QueueId, count: usize) -> StorageResult<Vec<String>> {
         let key = self.keys.queue(queue).push_log();
         let mut conn = self.conn.clone();
         let last = count.saturating_sub(1) as isize;

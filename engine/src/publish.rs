@@ -4,7 +4,7 @@
 use super::budget::Drawn;
 use super::reply::{Reply, Status};
 use super::{Charge, Engine};
-use aqs_core::error::{ApiError, ApiResult};
+use crate::error::{StorageError, StorageResult};
 use aqs_core::ids::{MessageId, QueueId};
 use aqs_core::limits::MIB;
 use aqs_core::time::utc_day;
@@ -81,12 +81,12 @@ pub enum PublishOutcome {
 impl Engine {
     /// Stores `messages` (all or none) at `now_ms`, then wakes this process's long polls on
     /// `queue` (`wake.rs`): every publish, whoever asks for it, wakes them the same way.
-    pub async fn publish(&self, queue: QueueId, messages: &[NewMessage], now_ms: u64) -> ApiResult<PublishOutcome> {
+    pub async fn publish(&self, queue: QueueId, messages: &[NewMessage], now_ms: u64) -> StorageResult<PublishOutcome> {
         let outcome = self.store(queue, messages, now_ms).await;
         // A publish whose reply was lost may have stored every message; a rate refusal stored none.
         let stored = match &outcome {
             Ok(PublishOutcome::Stored(published)) => published.iter().filter(|p| !p.duplicate).count(),
-            Ok(_) | Err(ApiError::RateLimited { .. }) => 0,
+            Ok(_) | Err(StorageError::RateLimited { .. }) => 0,
             Err(_) => messages.len(),
         };
         if stored > 0 {
@@ -96,7 +96,7 @@ impl Engine {
     }
 
     /// [`Engine::publish`] without the wake-up.
-    async fn store(&self, queue: QueueId, messages: &[NewMessage], now_ms: u64) -> ApiResult<PublishOutcome> {
+    async fn store(&self, queue: QueueId, messages: &[NewMessage], now_ms: u64) -> StorageResult<PublishOutcome> {
         if let [message] = messages
             && message.is_plain()
             && !message.is_large()
@@ -128,7 +128,7 @@ impl Engine {
         now_ms: u64,
         my_lease: Option<i64>,
         charge: Option<Charge>,
-    ) -> ApiResult<PublishOutcome> {
+    ) -> StorageResult<PublishOutcome> {
         // publish.lua takes only the keys it touches (see its header), not the standard ones.
         let q = self.keys.queue(queue);
         let mut inv = self.prepare(&self.scripts.publish);
@@ -187,7 +187,7 @@ impl Engine {
 
     /// `publish_one.lua`: one plain message, its bytes drawn from this replica's storage lease and
     /// counted in the ledger. Its published time is the stream id's.
-    async fn publish_one(&self, queue: QueueId, message: &NewMessage, now_ms: u64) -> ApiResult<PublishOutcome> {
+    async fn publish_one(&self, queue: QueueId, message: &NewMessage, now_ms: u64) -> StorageResult<PublishOutcome> {
         let (day, bytes) = (utc_day(now_ms), message.stored_bytes());
         match self.draw(queue, day, bytes, now_ms).await? {
             Drawn::Yes => {}
@@ -200,7 +200,7 @@ impl Engine {
         // there only errs on the safe side until the queue empties; see sweep.lua.)
         let refused = match &outcome {
             Ok(outcome) => !matches!(outcome, PublishOutcome::Stored(_)),
-            Err(err) => matches!(err, ApiError::RateLimited { .. }),
+            Err(err) => matches!(err, StorageError::RateLimited { .. }),
         };
         if refused {
             self.ledger.undo_draw(queue, day, bytes);
@@ -208,7 +208,7 @@ impl Engine {
         outcome
     }
 
-    async fn publish_drawn(&self, queue: QueueId, message: &NewMessage, now_ms: u64) -> ApiResult<PublishOutcome> {
+    async fn publish_drawn(&self, queue: QueueId, message: &NewMessage, now_ms: u64) -> StorageResult<PublishOutcome> {
         let q = self.keys.queue(queue);
         let id = MessageId::new().to_string();
         let script = &self.scripts.publish_one;

@@ -15,7 +15,7 @@
 
 use super::Engine;
 use super::slices::Admission;
-use aqs_core::error::{ApiError, ApiResult};
+use crate::error::{StorageError, StorageResult};
 use aqs_core::ids::QueueId;
 use aqs_core::keys::Keys;
 use aqs_core::limits;
@@ -93,7 +93,7 @@ impl Charge {
 /// A charged script's reply split: rate.lua's refusal (`{'rate_limited', wait ms, budget, window
 /// ms}`) as the API's error; an admitted charge's `{'granted', n, reply}` as n and the script's
 /// own reply; any other reply (an uncharged call's) as it is, with no grant.
-pub(super) fn settle(reply: Value) -> Result<(Option<u32>, Value), ApiError> {
+pub(super) fn settle(reply: Value) -> Result<(Option<u32>, Value), StorageError> {
     if let Some(refused) = refusal(&reply) {
         return Err(refused);
     }
@@ -110,15 +110,14 @@ pub(super) fn settle(reply: Value) -> Result<(Option<u32>, Value), ApiError> {
     Ok((None, Value::Array(items)))
 }
 
-fn refusal(reply: &Value) -> Option<ApiError> {
+fn refusal(reply: &Value) -> Option<StorageError> {
     let Value::Array(items) = reply else { return None };
     match items.as_slice() {
         [Value::BulkString(word), Value::Int(wait_ms), Value::Int(budget), Value::Int(window_ms)]
             if word == b"rate_limited" =>
         {
             let secs = |ms: i64| u64::try_from(ms).unwrap_or(0).div_ceil(1000).max(1);
-            Some(ApiError::RateLimited {
-                message: "too many requests for this token; slow down".into(),
+            Some(StorageError::RateLimited {
                 retry_after_secs: secs(*wait_ms),
                 limit: u64::try_from(*budget).unwrap_or(0),
                 window_secs: secs(*window_ms),
@@ -142,7 +141,7 @@ impl Engine {
 
     /// `reply` of a script run with this engine's charge: a refusal is the error `rate_limited`,
     /// a grant beyond the request's own is kept as a slice.
-    pub(super) fn settle(&self, reply: Value) -> ApiResult<Value> {
+    pub(super) fn settle(&self, reply: Value) -> StorageResult<Value> {
         let (granted, reply) = settle(reply)?;
         if let (Some(granted), Some(charge)) = (granted, &self.charge) {
             self.slices.granted(charge, granted);
@@ -164,13 +163,13 @@ mod tests {
         let word = || Value::BulkString(b"rate_limited".to_vec());
         let err = refusal(&reply(vec![word(), Value::Int(9_001), Value::Int(6), Value::Int(60_000)])).unwrap();
         match err {
-            ApiError::RateLimited { retry_after_secs, limit, window_secs, .. } => {
+            StorageError::RateLimited { retry_after_secs, limit, window_secs, .. } => {
                 assert_eq!((retry_after_secs, limit, window_secs), (10, 6, 60));
             }
             other => panic!("{other:?}"),
         }
         let err = refusal(&reply(vec![word(), Value::Int(1), Value::Int(1000), Value::Int(1000)])).unwrap();
-        assert!(matches!(err, ApiError::RateLimited { retry_after_secs: 1, window_secs: 1, .. }), "{err:?}");
+        assert!(matches!(err, StorageError::RateLimited { retry_after_secs: 1, window_secs: 1, .. }), "{err:?}");
     }
 
     #[test]

@@ -16,7 +16,7 @@
 //! After a failover the new primary has no replicas until the old one comes back as one, so
 //! writes answer 503 until then rather than being acknowledged with no copy anywhere else.
 
-use aqs_core::error::{ApiError, ApiResult};
+use crate::error::{StorageError, StorageResult};
 use aqs_core::redis_conn::RedisConn;
 use redis::cluster_routing::Route;
 use std::collections::HashMap;
@@ -59,7 +59,7 @@ impl ReplicaAcks {
 
     /// Returns once `self.replicas` replicas of the primary owning `key` have every write this
     /// process sent it so far; `replication_timeout` if fewer confirm in time.
-    pub async fn confirm(&self, conn: &RedisConn, key: &str) -> ApiResult<()> {
+    pub async fn confirm(&self, conn: &RedisConn, key: &str) -> StorageResult<()> {
         if !self.enabled() {
             return Ok(());
         }
@@ -75,17 +75,17 @@ impl ReplicaAcks {
         }
         match confirmed.await {
             Ok(Ok(n)) if n >= self.replicas => Ok(()),
-            Ok(Ok(n)) => Err(ApiError::ReplicationTimeout(format!(
+            Ok(Ok(n)) => Err(StorageError::NotReplicated(format!(
                 "the write was not confirmed by {} replica(s) within {} ms ({n} confirmed); it may or may not \
                  be stored: retry it (with the same idempotency key for a publish)",
                 self.replicas,
                 self.timeout.as_millis()
             ))),
-            Ok(Err(err)) => {
-                tracing::warn!(error = %err, "cannot ask Redis whether replicas have the write");
-                Err(ApiError::unavailable("storage"))
+            Ok(Err(cause)) => {
+                tracing::warn!(error = %cause, "cannot ask Redis whether replicas have the write");
+                Err(StorageError::Unavailable { cause })
             }
-            Err(_) => Err(ApiError::unavailable("storage")),
+            Err(_) => Err(StorageError::Unavailable { cause: "the replica-ack group ended without an answer".into() }),
         }
     }
 

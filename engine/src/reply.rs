@@ -1,10 +1,10 @@
 //! Reading the flat arrays the scripts return, one value at a time. A reply the scripts never give
-//! (an unknown status word, a short array, a wrong type) is an internal error, answered 500 and
-//! logged once where it is answered: never taken for a missing queue.
+//! (an unknown status word, a short array, a wrong type) is [`StorageError::Unexpected`] naming the
+//! script, answered 500 and logged once where it is answered: never taken for a missing queue.
 
+use crate::error::StorageError;
+use crate::error::StorageResult;
 use anyhow::{Context, anyhow};
-use aqs_core::ApiError;
-use aqs_core::error::ApiResult;
 use redis::Value;
 
 /// The status word a script's reply opens with (see each script's `Returns` header).
@@ -33,14 +33,14 @@ impl Status {
 }
 
 /// A status `script` returned that the caller has no meaning for.
-pub(crate) fn unexpected(script: &str, status: Status) -> ApiError {
+pub(crate) fn unexpected(script: &str, status: Status) -> StorageError {
     anyhow!("{script} returned the status {status:?}, which it never returns here").into()
 }
 
 pub(crate) struct Reply(std::vec::IntoIter<Value>);
 
 impl Reply {
-    pub fn new(value: Value) -> ApiResult<Self> {
+    pub fn new(value: Value) -> StorageResult<Self> {
         match value {
             Value::Array(items) => Ok(Self(items.into_iter())),
             other => Err(anyhow!("script returned {other:?}, expected an array").into()),
@@ -48,7 +48,7 @@ impl Reply {
     }
 
     /// The opening status word of `script`'s reply; an unknown word is an internal error.
-    pub fn status(&mut self, script: &str) -> ApiResult<Status> {
+    pub fn status(&mut self, script: &str) -> StorageResult<Status> {
         let word = self.bytes()?;
         Status::parse(&word)
             .ok_or_else(|| anyhow!("{script} returned the unknown status {:?}", String::from_utf8_lossy(&word)).into())
@@ -58,11 +58,11 @@ impl Reply {
         self.0.len()
     }
 
-    fn next(&mut self) -> ApiResult<Value> {
+    fn next(&mut self) -> StorageResult<Value> {
         Ok(self.0.next().context("script reply is shorter than expected")?)
     }
 
-    pub fn bytes(&mut self) -> ApiResult<Vec<u8>> {
+    pub fn bytes(&mut self) -> StorageResult<Vec<u8>> {
         match self.next()? {
             Value::BulkString(bytes) => Ok(bytes),
             Value::SimpleString(text) => Ok(text.into_bytes()),
@@ -72,11 +72,11 @@ impl Reply {
         }
     }
 
-    pub fn text(&mut self) -> ApiResult<String> {
+    pub fn text(&mut self) -> StorageResult<String> {
         Ok(String::from_utf8(self.bytes()?).context("script returned a non-UTF-8 string")?)
     }
 
-    pub fn int(&mut self) -> ApiResult<i64> {
+    pub fn int(&mut self) -> StorageResult<i64> {
         match self.next()? {
             Value::Int(n) => Ok(n),
             Value::BulkString(bytes) => Ok(std::str::from_utf8(&bytes)
@@ -87,12 +87,12 @@ impl Reply {
         }
     }
 
-    pub fn uint(&mut self) -> ApiResult<u64> {
+    pub fn uint(&mut self) -> StorageResult<u64> {
         Ok(u64::try_from(self.int()?).unwrap_or(0))
     }
 
     /// An integer, or `None` for the empty string the scripts use for "none".
-    pub fn opt_uint(&mut self) -> ApiResult<Option<u64>> {
+    pub fn opt_uint(&mut self) -> StorageResult<Option<u64>> {
         match self.next()? {
             Value::Int(n) => Ok(Some(u64::try_from(n).unwrap_or(0))),
             Value::BulkString(bytes) if bytes.is_empty() => Ok(None),
@@ -103,14 +103,14 @@ impl Reply {
     }
 
     /// A string, or `None` when empty.
-    pub fn opt_text(&mut self) -> ApiResult<Option<String>> {
+    pub fn opt_text(&mut self) -> StorageResult<Option<String>> {
         let text = self.text()?;
         Ok((!text.is_empty()).then_some(text))
     }
 }
 
 /// A script that returns one integer per item, or a single integer.
-pub(crate) fn ints(value: Value) -> ApiResult<Vec<i64>> {
+pub(crate) fn ints(value: Value) -> StorageResult<Vec<i64>> {
     match value {
         Value::Int(n) => Ok(vec![n]),
         other => {
@@ -125,7 +125,7 @@ pub(crate) fn ints(value: Value) -> ApiResult<Vec<i64>> {
 }
 
 /// A chunked script's reply (purge, DLQ replay and purge): `{done, chunk size used}`.
-pub(crate) fn chunk_counts(script: &str, value: Value) -> ApiResult<(u64, u64)> {
+pub(crate) fn chunk_counts(script: &str, value: Value) -> StorageResult<(u64, u64)> {
     match ints(value)?.as_slice() {
         &[done, chunk] => Ok((u64::try_from(done).unwrap_or(0), u64::try_from(chunk).unwrap_or(0))),
         other => Err(anyhow!("{script} returned {other:?}, expected two integers").into()),
@@ -157,19 +157,18 @@ mod tests {
     #[test]
     fn a_surprise_is_an_internal_error_not_a_missing_queue() {
         let err = Reply::new(array(&["ERR something"])).unwrap().status("consume.lua").unwrap_err();
-        assert_eq!(err.code(), "internal");
-        assert_eq!(err.status(), axum::http::StatusCode::INTERNAL_SERVER_ERROR);
         assert!(format!("{err:?}").contains("consume.lua"), "{err:?}");
+        assert_eq!(aqs_core::ApiError::from(err).status(), axum::http::StatusCode::INTERNAL_SERVER_ERROR);
         let err = Reply::new(Value::Int(3)).err().expect("not an array");
-        assert_eq!(err.code(), "internal");
+        assert!(matches!(err, StorageError::Unexpected(_)));
         let err = Reply::new(array(&[])).unwrap().status("stats.lua").unwrap_err();
-        assert_eq!(err.code(), "internal");
-        assert_eq!(unexpected("stats.lua", Status::Paused).code(), "internal");
+        assert!(matches!(err, StorageError::Unexpected(_)));
+        assert!(matches!(unexpected("stats.lua", Status::Paused), StorageError::Unexpected(_)));
     }
 
     #[test]
     fn int_lists_refuse_other_types() {
         assert_eq!(ints(Value::Array(vec![Value::Int(1), Value::Int(0)])).unwrap(), vec![1, 0]);
-        assert_eq!(ints(array(&["x"])).unwrap_err().code(), "internal");
+        assert!(matches!(ints(array(&["x"])).unwrap_err(), StorageError::Unexpected(_)));
     }
 }

@@ -2,7 +2,7 @@
 //! minute (`minutes.lua`).
 
 use super::Engine;
-use aqs_core::error::ApiResult;
+use crate::error::StorageResult;
 use aqs_core::ids::QueueId;
 use aqs_core::time::utc_day;
 
@@ -55,7 +55,7 @@ pub const DAILY_HISTORY_DAYS: u64 = 35;
 
 impl Engine {
     /// `None` when the queue does not exist.
-    pub async fn stats(&self, queue: QueueId, now_ms: u64) -> ApiResult<Option<QueueStats>> {
+    pub async fn stats(&self, queue: QueueId, now_ms: u64) -> StorageResult<Option<QueueStats>> {
         let mut inv = self.invocation(&self.scripts.stats, queue);
         inv.arg(now_ms).arg(utc_day(now_ms));
         let _no_flush = self.ledger.read_gate().await;
@@ -88,7 +88,7 @@ impl Engine {
 
     /// Counters of the last `days` UTC days, oldest first, today last (zeros where nothing
     /// happened). One HMGET; kept for `DAILY_HISTORY_DAYS`.
-    pub async fn daily_counts(&self, queue: QueueId, days: u32, now_ms: u64) -> ApiResult<Vec<DailyCount>> {
+    pub async fn daily_counts(&self, queue: QueueId, days: u32, now_ms: u64) -> StorageResult<Vec<DailyCount>> {
         let days: Vec<u32> = (0..u64::from(days)).rev().map(|back| utc_day(now_ms - back * 86_400_000)).collect();
         let fields: Vec<String> =
             days.iter().flat_map(|d| [format!("pub:{d}"), format!("del:{d}"), format!("ack:{d}")]).collect();
@@ -116,7 +116,7 @@ impl Engine {
     /// The last `MINUTE_HISTORY` minutes, oldest first, the current (partial) minute last, zeros
     /// where nothing happened. One HGETALL; single publishes this process has not
     /// flushed yet count in the current minute.
-    pub async fn minute_counts(&self, queue: QueueId, now_ms: u64) -> ApiResult<Vec<MinuteCount>> {
+    pub async fn minute_counts(&self, queue: QueueId, now_ms: u64) -> StorageResult<Vec<MinuteCount>> {
         let now_minute = now_ms / 60_000;
         let first = now_minute + 1 - MINUTE_HISTORY;
         let mut out: Vec<MinuteCount> = (first..=now_minute)

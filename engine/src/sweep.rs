@@ -4,7 +4,7 @@
 use super::Engine;
 use super::reply::{Reply, Status, unexpected};
 use super::stats::DAILY_HISTORY_DAYS;
-use aqs_core::error::ApiResult;
+use crate::error::StorageResult;
 use aqs_core::ids::QueueId;
 use aqs_core::time::utc_day;
 
@@ -25,7 +25,7 @@ pub struct SweepOutcome {
 impl Engine {
     /// `None` when the queue no longer exists. `prune` also drops daily counters older than
     /// `DAILY_HISTORY_DAYS`.
-    pub async fn sweep(&self, queue: QueueId, now_ms: u64, prune: bool) -> ApiResult<Option<SweepOutcome>> {
+    pub async fn sweep(&self, queue: QueueId, now_ms: u64, prune: bool) -> StorageResult<Option<SweepOutcome>> {
         let prune_before = if prune { utc_day(now_ms - DAILY_HISTORY_DAYS * 86_400_000) } else { 0 };
         let mut inv = self.invocation(&self.scripts.sweep, queue);
         inv.key(self.keys.queue(queue).budget());

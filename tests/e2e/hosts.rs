@@ -2,6 +2,10 @@
 //! validation against our plain listener, challtestsrv answering pebble's and our DNS lookups,
 //! and a real TLS client that checks the served chain against pebble's root for the hostname.
 
+mod account;
+mod names;
+mod proof;
+
 use crate::harness::{Redis, Server, Tenant, free_port, fresh_database, sign_up, unique};
 use crate::pebble::{Dns, Pebble, PebbleTls};
 use serde_json::{Value, json};
@@ -215,8 +219,8 @@ async fn a_host_goes_active_and_serves_every_slug_less_route_over_tls() {
     let (status, _, body) = call(&tls, &other.token, "GET", format!("{base}/stats"), Value::Null).await;
     assert_eq!((status, body["error"].as_str()), (404, Some("not_found")));
 
-    // The plain listener routes by Host too, with or without a port.
-    let plain = reqwest::Client::new();
+    // The plain listener never serves the host's queue: it redirects to https.
+    let plain = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let response = plain
         .get(format!("{}/stats", world.server.base()))
         .header("host", format!("Queue.{domain}:{}", world.server.port))
@@ -224,7 +228,7 @@ async fn a_host_goes_active_and_serves_every_slug_less_route_over_tls() {
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status(), 200);
+    assert_eq!(response.status(), 308);
 
     // A paused queue's host answers 409 on every route, stats included; resumed, it serves again.
     let (status, _) = world.api(&tenant, "POST", &format!("/api/v1/queues/{}/pause", tenant.slug), Value::Null).await;
@@ -313,7 +317,8 @@ async fn domains_and_dns_problems_answer_with_reasons_a_person_can_act_on() {
     let host = world.wait_host(&tenant, &proxied_id, "an error", status_is("error")).await;
     assert!(host["reason"].as_str().unwrap().contains("make it DNS-only"), "{host}");
 
-    // A hostname belongs to one member: a second member with the same verified domain gets 409.
+    // A domain is verified for one member at a time: a second member may add it, but verifying
+    // it is 409 while the first member's record stays, and no host can be added under it.
     let second = Tenant::sign_up(&world.server, json!({"name": "theirs"})).await;
     let (_, theirs) = world.api(&second, "POST", "/api/v1/domains", json!({"name": domain})).await;
     let their_id = theirs["domain"]["id"].as_str().unwrap();
@@ -321,10 +326,31 @@ async fn domains_and_dns_problems_answer_with_reasons_a_person_can_act_on() {
         .dns
         .set_txt(&format!("_aqs-challenge.{domain}"), theirs["domain"]["verification"]["value"].as_str().unwrap())
         .await;
-    let (_, verified) = world.api(&second, "POST", &format!("/api/v1/domains/{their_id}/verify"), Value::Null).await;
-    assert_eq!(verified["domain"]["status"], "verified", "each member proves the domain with their own value");
+    let (status, refused) =
+        world.api(&second, "POST", &format!("/api/v1/domains/{their_id}/verify"), Value::Null).await;
+    assert_eq!((status, refused["error"].as_str()), (409, Some("conflict")), "{refused}");
+    assert!(refused["message"].as_str().unwrap().contains("verified by another member"), "{refused}");
+    let (_, still) = world.api(&second, "GET", &format!("/api/v1/domains/{their_id}"), Value::Null).await;
+    assert_eq!(still["domain"]["status"], "pending", "{still}");
     let claim = json!({"hostname": wrong, "queue": second.slug});
     let (status, body) = world.api(&second, "POST", "/api/v1/hosts", claim).await;
+    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_request")), "{body}");
+
+    // A hostname belongs to one member: the second member proves a subdomain of their own and
+    // adds a host under it; the first member's claim of the same name (under their root) is 409.
+    let sub = format!("sub.{domain}");
+    let (_, theirs) = world.api(&second, "POST", "/api/v1/domains", json!({"name": sub})).await;
+    let sub_id = theirs["domain"]["id"].as_str().unwrap();
+    world
+        .dns
+        .set_txt(&format!("_aqs-challenge.{sub}"), theirs["domain"]["verification"]["value"].as_str().unwrap())
+        .await;
+    let (_, verified) = world.api(&second, "POST", &format!("/api/v1/domains/{sub_id}/verify"), Value::Null).await;
+    assert_eq!(verified["domain"]["status"], "verified", "{verified}");
+    let shared = format!("q.{sub}");
+    world.create_host(&second, &shared).await;
+    let claim = json!({"hostname": shared, "queue": tenant.slug});
+    let (status, body) = world.api(&tenant, "POST", "/api/v1/hosts", claim).await;
     assert_eq!((status, body["error"].as_str()), (409, Some("conflict")), "{body}");
 
     // A domain with hosts cannot be removed; another member's host is 404.

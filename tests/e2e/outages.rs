@@ -1,13 +1,16 @@
 //! A store that is not ready is a 503 with `Retry-After`, never a 500, and never takes down what
 //! does not need it: Redis replaying a large AOF after a restart, and PostgreSQL down when the
 //! all-roles process starts (the data plane serves at once; management and the console answer 503
-//! until PostgreSQL is reached, then serve without a restart).
+//! until PostgreSQL is reached, then serve without a restart), and PostgreSQL going away under a
+//! running process (the first request that finds it gone tells every later one at once).
 
 use crate::harness::{Redis, Server, Tenant, free_port, fresh_database};
 use reqwest::header::RETRY_AFTER;
 use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::task::AbortHandle;
 
 /// An answer with the headers that matter here.
 struct Answer {
@@ -158,15 +161,18 @@ fn body_text(message: &Value) -> String {
 }
 
 /// A TCP door in front of the test's PostgreSQL: closed (nothing listens on its port) until
-/// opened, then forwarding every connection to the real server.
+/// opened, then forwarding every connection to the real server until closed again (which also
+/// cuts the connections it forwards, as a server that went away does).
 struct PostgresDoor {
     port: u16,
     upstream: String,
+    /// The accept loop and every forwarding task, aborted on `close`.
+    tasks: Arc<Mutex<Vec<AbortHandle>>>,
 }
 
 impl PostgresDoor {
     fn closed(upstream: &str) -> Self {
-        Self { port: free_port(), upstream: upstream.to_owned() }
+        Self { port: free_port(), upstream: upstream.to_owned(), tasks: Arc::default() }
     }
 
     /// `database_url` with its server replaced by this door.
@@ -180,17 +186,25 @@ impl PostgresDoor {
 
     async fn open(&self) {
         let listener = TcpListener::bind(("127.0.0.1", self.port)).await.unwrap();
-        let upstream = self.upstream.clone();
-        tokio::spawn(async move {
+        let (upstream, tasks) = (self.upstream.clone(), self.tasks.clone());
+        let accepting = tokio::spawn(async move {
             while let Ok((mut client, _)) = listener.accept().await {
                 let upstream = upstream.clone();
-                tokio::spawn(async move {
+                let forwarding = tokio::spawn(async move {
                     if let Ok(mut server) = TcpStream::connect(upstream).await {
                         let _closed = tokio::io::copy_bidirectional(&mut client, &mut server).await;
                     }
                 });
+                tasks.lock().unwrap().push(forwarding.abort_handle());
             }
         });
+        self.tasks.lock().unwrap().push(accepting.abort_handle());
+    }
+
+    fn close(&self) {
+        for task in self.tasks.lock().unwrap().drain(..) {
+            task.abort();
+        }
     }
 }
 
@@ -248,4 +262,35 @@ async fn with_postgres_down_the_data_plane_serves_and_management_waits_for_it() 
     assert_eq!(page.status, 200, "the console serves again");
     let (status, body) = tenant.publish("after the outage").await;
     assert_eq!(status, 201, "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_going_away_is_found_by_the_first_request_and_told_to_the_rest() {
+    let redis = Redis::start("everysec");
+    let database = fresh_database().await;
+    let door = PostgresDoor::closed(&server_of(&database));
+    door.open().await;
+    let server = Server::start(&door.url(&database), &redis.url(), &aqs_testkit::namespace()).await;
+    let tenant = Tenant::sign_up(&server, json!({"name": "goes-away"})).await;
+    let queues = format!("{}/api/v1/queues", tenant.base);
+    assert_eq!(send(tenant.http.get(&queues).bearer_auth(&tenant.session)).await.status, 200);
+
+    door.close();
+    let answer = send(tenant.http.get(&queues).bearer_auth(&tenant.session)).await;
+    assert_unavailable(&answer, "GET /api/v1/queues once PostgreSQL went away");
+    // Told to readiness and to the next request by the one that found it, not by a later probe.
+    let ready = send(tenant.http.get(format!("{}/readyz", tenant.base))).await;
+    assert_eq!(ready.status, 503, "{}", ready.body);
+    assert_eq!(ready.body["waiting_for"], json!(["postgres"]), "{}", ready.body);
+    let answer = send(tenant.http.get(&queues).bearer_auth(&tenant.session)).await;
+    assert_unavailable(&answer, "the next GET /api/v1/queues");
+    let (status, body) = tenant.publish("the data plane does not need PostgreSQL").await;
+    assert_eq!(status, 201, "{body}");
+
+    door.open().await;
+    aqs_testkit::eventually("management serves again once PostgreSQL is back", || {
+        let asked = tenant.http.get(&queues).bearer_auth(&tenant.session).send();
+        async move { asked.await.is_ok_and(|r| r.status() == 200) }
+    })
+    .await;
 }

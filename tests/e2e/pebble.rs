@@ -68,8 +68,14 @@ impl Dns {
         self.call("clear-a", json!({"host": format!("{host}.")})).await;
     }
 
+    /// Adds a value to the TXT record of `host` (the values already there stay).
     pub async fn set_txt(&self, host: &str, value: &str) {
         self.call("set-txt", json!({"host": format!("{host}."), "value": value})).await;
+    }
+
+    /// Removes every value of the TXT record of `host`.
+    pub async fn clear_txt(&self, host: &str) {
+        self.call("clear-txt", json!({"host": format!("{host}.")})).await;
     }
 }
 
@@ -126,6 +132,8 @@ pub struct Pebble {
     management: u16,
     child: Option<Child>,
     config: PathBuf,
+    /// Pebble's log, of every start: a test counts the accounts it registered there.
+    log: PathBuf,
     env_dns: String,
 }
 
@@ -146,7 +154,8 @@ impl Pebble {
             "externalAccountBindingRequired": false,
         }});
         std::fs::write(&config, body.to_string()).unwrap();
-        Self { port, management, child: None, config, env_dns: dns.server() }
+        let log = tls.dir.join(format!("pebble-{port}.log"));
+        Self { port, management, child: None, config, log, env_dns: dns.server() }
     }
 
     pub fn directory_url(&self) -> String {
@@ -154,14 +163,15 @@ impl Pebble {
     }
 
     pub async fn start(&mut self, tls: &PebbleTls) {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log).unwrap();
         let child = Command::new("pebble")
             .arg("-config")
             .arg(&self.config)
             .args(["-dnsserver", &self.env_dns])
             .env("PEBBLE_VA_NOSLEEP", "1")
             .env("PEBBLE_WFE_NONCEREJECT", "0")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stdout(Stdio::from(log.try_clone().unwrap()))
+            .stderr(Stdio::from(log))
             .spawn()
             .expect("pebble must be installed (infra/test installs the pebble package)");
         self.child = Some(child);
@@ -171,6 +181,11 @@ impl Pebble {
             assert!(Instant::now() < deadline, "pebble did not start");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// How many accounts were registered with pebble so far (it logs a count after each one).
+    pub fn registrations(&self) -> usize {
+        std::fs::read_to_string(&self.log).unwrap_or_default().matches("accounts in memory").count()
     }
 
     pub fn stop(&mut self) {

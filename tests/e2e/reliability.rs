@@ -1,5 +1,6 @@
 //! Crashes and restarts: kill -9 of the server mid-publish and mid-consume, Redis killed and
-//! restarted from its AOF, Redis unreachable, and start-up refusing a Redis that could lose data.
+//! restarted from its AOF, Redis unreachable, start-up refusing a Redis that could lose data, and a
+//! Redis that turns read-only (a replica, or a primary demoted by a failover).
 
 use crate::harness::{Redis, Server, Tenant, fresh_database, get_json};
 use aqs_testkit::namespace;
@@ -168,6 +169,59 @@ async fn refuses_to_start_on_a_redis_that_could_lose_messages() {
     let evicting = Redis::start_with("everysec", &["--maxmemory-policy", "allkeys-lru"]);
     let output = Server::start_expecting_failure(&database, &evicting.url());
     assert!(output.contains("noeviction"), "{output}");
+}
+
+/// `REPLICAOF host port` (or `NO ONE`) on the Redis at `port`.
+fn replica_of(port: u16, primary: Option<u16>) {
+    let mut conn = redis::Client::open(format!("redis://127.0.0.1:{port}")).unwrap().get_connection().unwrap();
+    let mut cmd = redis::cmd("REPLICAOF");
+    match primary {
+        Some(primary) => cmd.arg("127.0.0.1").arg(primary),
+        None => cmd.arg("NO").arg("ONE"),
+    };
+    let _: String = cmd.query(&mut conn).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_redis_is_refused_at_start_and_answers_503_while_demoted() {
+    let database = fresh_database().await;
+    let primary = Redis::start("everysec");
+    let replica = Redis::start_with("everysec", &["--replicaof", "127.0.0.1", &primary.port.to_string()]);
+    let output = Server::start_expecting_failure(&database, &replica.url());
+    let node = format!("127.0.0.1:{}", replica.port);
+    assert!(output.contains(&format!("Redis at {node} is a read-only replica")), "{output}");
+
+    // A primary that a failover demotes under a running process.
+    let server = Server::start(&database, &primary.url(), &namespace()).await;
+    let tenant = Tenant::sign_up(&server, json!({"name": "demoted"})).await;
+    assert_eq!(tenant.publish("before").await.0, 201);
+    replica_of(replica.port, None);
+    replica_of(primary.port, Some(replica.port));
+    let http = reqwest::Client::new();
+    let health = http.get(format!("{}/queue/v1/health", server.base())).send().await.unwrap();
+    assert_eq!(health.status(), 503);
+    assert!(health.headers().contains_key("retry-after"));
+    assert_eq!(health.json::<serde_json::Value>().await.unwrap()["error"], "service_unavailable");
+    let ready = http.get(format!("{}/readyz", server.base())).send().await.unwrap();
+    assert_eq!(ready.status(), 503);
+    let ready: serde_json::Value = ready.json().await.unwrap();
+    assert_eq!(ready["waiting_for"], json!(["redis"]));
+    let primary_node = format!("127.0.0.1:{}", primary.port);
+    assert!(ready["message"].as_str().unwrap().contains(&format!("{primary_node} is a read-only replica")), "{ready}");
+    let refused = tenant.queue.publish(aqs_client::NewMessage::raw_json("\"while read-only\"")).await;
+    match refused {
+        Err(aqs_client::Error::Api { status, .. }) => assert_eq!(status, 503),
+        other => panic!("a publish to a read-only Redis must answer 503, got {other:?}"),
+    }
+
+    // Promoted again: served again, without a restart.
+    replica_of(primary.port, None);
+    aqs_testkit::eventually("health answers 200 once Redis is a primary again", || {
+        let asked = http.get(format!("{}/queue/v1/health", server.base())).send();
+        async move { asked.await.is_ok_and(|r| r.status() == 200) }
+    })
+    .await;
+    assert_eq!(tenant.publish("after").await.0, 201);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

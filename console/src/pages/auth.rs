@@ -1,6 +1,7 @@
 //! Sign up, log in, log out and log out everywhere. The session is the control plane's session JWT in an HttpOnly
-//! cookie; before logging in, the anonymous cookie gives the forms their CSRF token. Logging in
-//! lands on the page that sent the visitor to the form (`next`), when that is a page of this site.
+//! cookie; before logging in, the anonymous cookie gives the forms their CSRF token. Logging in or
+//! signing up lands on the page that sent the visitor to the form (`next`), when that is a page of
+//! this site.
 
 use super::INVALID;
 use crate::cookies;
@@ -30,6 +31,8 @@ struct AuthPage {
     signup: bool,
     /// Where to go after logging in (already checked by `next::safe`); empty for the queue list.
     next: String,
+    /// The other form (log in ⇄ sign up), with `next`.
+    switch_url: String,
     email: String,
     errors: FieldErrors,
     min_password: usize,
@@ -41,8 +44,12 @@ pub(crate) struct NextQuery {
     next: String,
 }
 
-pub(crate) async fn signup_form(State(state): State<ConsoleState>, visitor: Visitor) -> Response {
-    guest_page(&state, visitor, true, "", String::new(), FieldErrors::default(), StatusCode::OK).await
+pub(crate) async fn signup_form(
+    State(state): State<ConsoleState>,
+    visitor: Visitor,
+    Query(query): Query<NextQuery>,
+) -> Response {
+    guest_page(&state, visitor, true, &query.next, String::new(), FieldErrors::default(), StatusCode::OK).await
 }
 
 pub(crate) async fn login_form(
@@ -53,7 +60,7 @@ pub(crate) async fn login_form(
     guest_page(&state, visitor, false, &query.next, String::new(), FieldErrors::default(), StatusCode::OK).await
 }
 
-/// The page to land on after logging in: a safe `next`, else the queue list.
+/// The page to land on after logging in or signing up: a safe `next`, else the queue list.
 fn landing(next: &str) -> &str {
     next::safe(next).unwrap_or("/")
 }
@@ -90,6 +97,7 @@ async fn guest_page(
         chrome: Chrome::new(title, None, csrf::token(state, &anon), visitor.flash),
         signup,
         next: next::safe(next).unwrap_or_default().to_owned(),
+        switch_url: next::form_url(if signup { "/login" } else { "/signup" }, next),
         email,
         errors,
         min_password: auth::PASSWORD_MIN_CHARS,
@@ -103,18 +111,19 @@ async fn guest_page(
 
 pub(crate) async fn signup(State(state): State<ConsoleState>, visitor: Visitor, form: FormData) -> PageResult {
     let email = form.get("email").trim().to_owned();
+    let next = form.get("next");
     let credentials = Credentials { email: email.clone(), password: form.get("password").to_owned() };
     match auth::signup(state.control(), credentials).await {
-        Ok(signed_in) => Ok(signed_in_response(&state, &visitor, &signed_in.session, "/", "Welcome to AQS.")),
+        Ok(signed_in) => Ok(signed_in_response(&state, &visitor, &signed_in.session, landing(next), "Welcome to AQS.")),
         Err(ApiError::Conflict(_)) => {
             let mut errors = FieldErrors::default();
             errors.add("email", "an account with this email already exists; log in instead");
-            Ok(guest_page(&state, visitor, true, "", email, errors, INVALID).await)
+            Ok(guest_page(&state, visitor, true, next, email, errors, INVALID).await)
         }
-        Err(err @ ApiError::ServiceUnavailable { .. }) => Ok(try_later(&state, visitor, true, "", email, err).await),
+        Err(err @ ApiError::ServiceUnavailable { .. }) => Ok(try_later(&state, visitor, true, next, email, err).await),
         Err(err) => {
             let errors = FieldErrors::from_api(err, &["email", "password"])?;
-            Ok(guest_page(&state, visitor, true, "", email, errors, INVALID).await)
+            Ok(guest_page(&state, visitor, true, next, email, errors, INVALID).await)
         }
     }
 }
@@ -137,7 +146,7 @@ pub(crate) async fn login(
             errors.set_form("wrong email or password");
             Ok(guest_page(&state, visitor, false, next, email, errors, INVALID).await)
         }
-        Err(err @ ApiError::InvalidRequest(_)) => {
+        Err(err @ (ApiError::InvalidRequest(_) | ApiError::InvalidField { .. })) => {
             let errors = FieldErrors::from_api(err, &["email"])?;
             Ok(guest_page(&state, visitor, false, next, email, errors, INVALID).await)
         }

@@ -1,5 +1,6 @@
 //! The operators' billing page `/admin/billing`: every member with a billing account, their
-//! Stripe customer, subscription status, add-ons and monthly total, past-due first.
+//! Stripe customer, subscription status, add-ons and monthly total, past-due first, and the
+//! Stripe writes still waiting in the outbox with their tries, last error and next try.
 
 use crate::error::PageResult;
 use crate::extract::CurrentOperator;
@@ -18,6 +19,30 @@ struct Row {
     past_due: bool,
     add_ons: String,
     total: String,
+    pending: Option<Pending>,
+}
+
+/// The outbox's writes still waiting for the member, as the page words them.
+struct Pending {
+    summary: String,
+    next: format::Instant,
+    last_error: Option<String>,
+}
+
+impl From<admin::PendingSync> for Pending {
+    fn from(p: admin::PendingSync) -> Self {
+        let changes = if p.rows == 1 { "1 change".to_owned() } else { format!("{} changes", p.rows) };
+        let tries = match p.attempts {
+            0 => "not tried yet".to_owned(),
+            1 => "1 failed try".to_owned(),
+            n => format!("{n} failed tries"),
+        };
+        Self {
+            summary: format!("{changes} waiting, {tries}"),
+            next: format::instant(p.next_attempt_at.timestamp_millis().max(0) as u64),
+            last_error: p.last_error,
+        }
+    }
 }
 
 #[derive(Template, WebTemplate)]
@@ -42,7 +67,8 @@ pub(crate) async fn show(State(state): State<ConsoleState>, op: CurrentOperator)
                 .collect::<Vec<_>>()
                 .join(", "),
             total: format::cents(m.monthly_total_cents),
-            email: m.email,
+            pending: m.pending_sync.map(Pending::from),
+            email: m.email.unwrap_or_else(|| "(deleted account)".into()),
         })
         .collect();
     Ok(BillingAdminPage { chrome: op.member.chrome("Billing (operators)"), rows })

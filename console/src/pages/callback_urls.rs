@@ -102,8 +102,8 @@ async fn find(
             errors.add("email", message);
             Ok(None)
         }
-        Err(ApiError::InvalidRequest(message)) => {
-            errors.add("email", message.strip_prefix("email: ").unwrap_or(&message));
+        Err(ApiError::InvalidField { message, .. } | ApiError::InvalidRequest(message)) => {
+            errors.add("email", message);
             Ok(None)
         }
         Err(err) => Err(err.into()),

@@ -51,6 +51,11 @@ impl HostsPage {
         status_text(host)
     }
 
+    /// When a verified domain lost its TXT proof, as pages show instants.
+    fn lost_at(&self, domain: &Domain) -> Option<crate::format::Instant> {
+        domain.lost_at.map(|at| crate::format::instant(at.timestamp_millis().max(0) as u64))
+    }
+
     /// A fresh one-time id for each form on the page.
     fn form_id(&self) -> String {
         once::new_id()
@@ -128,7 +133,11 @@ pub(crate) async fn verify_domain(
 }
 
 async fn verify_domain_now(state: &ConsoleState, member: &CurrentMember, id: Uuid) -> PageResult<String> {
-    let domain = domains::verify(state.control(), member.id, id).await?;
+    let domain = match domains::verify(state.control(), member.id, id).await {
+        Ok(domain) => domain,
+        Err(aqs_core::ApiError::Conflict(reason)) => return Ok(format!("Not verified: {reason}.")),
+        Err(err) => return Err(err.into()),
+    };
     Ok(match (domain.status.as_str(), &domain.reason) {
         ("verified", _) => format!("{} is verified: you can add hosts under it.", domain.name),
         (_, Some(reason)) => format!("{} is not verified yet: {reason}.", domain.name),

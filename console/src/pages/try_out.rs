@@ -25,6 +25,7 @@ use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use std::time::Duration;
 
 /// The longest nack error kept (the API keeps 1 KiB too).
 const ERROR_MAX_BYTES: usize = 1024;
@@ -175,23 +176,15 @@ fn held_key(state: &ConsoleState, member: &CurrentMember, id: &str) -> String {
     state.control().keys().console_secret(&member.id.as_uuid().to_string(), &format!("delivery-{id}"))
 }
 
-fn internal(err: redis::RedisError) -> ConsoleError {
-    ConsoleError::from(aqs_core::ApiError::from(err))
-}
-
 async fn load_held(state: &ConsoleState, member: &CurrentMember, id: &str) -> PageResult<Option<String>> {
     if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(ConsoleError::NotFound);
     }
-    let mut redis = state.control().redis();
-    let text: Option<String> =
-        redis::cmd("GET").arg(held_key(state, member, id)).query_async(&mut redis).await.map_err(internal)?;
-    Ok(text)
+    Ok(state.engine().value(&held_key(state, member, id)).await?)
 }
 
 async fn forget_held(state: &ConsoleState, member: &CurrentMember, id: &str) -> PageResult<()> {
-    let mut redis = state.control().redis();
-    redis::cmd("DEL").arg(held_key(state, member, id)).query_async::<()>(&mut redis).await.map_err(internal)
+    Ok(state.engine().remove(&held_key(state, member, id)).await?)
 }
 
 /// Receives one message under a lease of `visibility_seconds` and shows it with its actions.
@@ -242,15 +235,9 @@ pub(crate) async fn receive(
             expires_at_ms,
         };
         let id = once::new_id();
-        let mut redis = state.control().redis();
-        redis::cmd("SET")
-            .arg(held_key(&state, &member, &id))
-            .arg(state.receipts().encode_with(&receipt, Some(delivery.hint)))
-            .arg("PX")
-            .arg(expires_at_ms - now)
-            .query_async::<()>(&mut redis)
-            .await
-            .map_err(internal)?;
+        let encoded = state.receipts().encode_with(&receipt, Some(delivery.hint));
+        let lease_left = Duration::from_millis(expires_at_ms - now);
+        state.engine().put(&held_key(&state, &member, &id), &encoded, lease_left).await?;
         Ok(Outcome::see_other(format!("/queues/{slug}/messages/received/{id}")))
     };
     form::run(&state, &member, &form, act).await

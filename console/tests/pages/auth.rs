@@ -163,3 +163,36 @@ async fn log_out_everywhere_ends_the_other_sessions(db: PgPool) {
     assert_eq!(phone.get("/").await.location(), "/login", "the other browser's session ended too");
     assert_eq!(laptop.get("/").await.location(), "/login");
 }
+
+/// A visitor sent to log in who has no account yet signs up instead, and still lands on the page
+/// they asked for; `next` is checked as log-in checks it.
+#[sqlx::test(migrations = "../migrations")]
+async fn sign_up_from_the_log_in_form_keeps_next_and_lands_there(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut ada = Visitor::new(&app);
+    let asked = ada.get("/new").await;
+    assert_eq!(asked.location(), "/login?next=%2Fnew");
+    ada.get(asked.location()).await.assert_contains("<a href=\"/signup?next=%2Fnew\">Create an account</a>");
+    let form = ada.get("/signup?next=%2Fnew").await;
+    form.assert_contains("name=\"next\" value=\"/new\"");
+    form.assert_contains("<a href=\"/login?next=%2Fnew\">Log in</a>");
+
+    // A refused sign-up keeps it for the next try.
+    let short = ada.post("/signup", &[("email", "ada@example.com"), ("password", "short"), ("next", "/new")]).await;
+    assert_eq!(short.status, 422);
+    short.assert_contains("name=\"next\" value=\"/new\"");
+    let answer = ada.post("/signup", &[("email", "ada@example.com"), ("password", PASSWORD), ("next", "/new")]).await;
+    assert_eq!((answer.status, answer.location()), (303, "/new"));
+    assert_eq!(ada.follow(answer).await.status, 200);
+
+    for evil in ["https://evil.example.com/", "//evil.example.com/x", "/\\evil.example.com", "/login"] {
+        let mut bea = Visitor::new(&app);
+        let query = form_urlencoded::byte_serialize(evil.as_bytes()).collect::<String>();
+        let form = bea.get(&format!("/signup?next={query}")).await;
+        form.assert_lacks("name=\"next\"");
+        form.assert_contains("<a href=\"/login\">Log in</a>");
+        let email = aqs_testkit::unique("bea") + "@example.com";
+        let answer = bea.post("/signup", &[("email", email.as_str()), ("password", PASSWORD), ("next", evil)]).await;
+        assert_eq!((answer.status, answer.location()), (303, "/"), "{evil}");
+    }
+}

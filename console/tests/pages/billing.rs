@@ -99,3 +99,27 @@ async fn with_billing_off_the_page_says_it_is_not_configured(db: PgPool) {
     ada.create_queue("videos", "5").await;
     ada.get("/queues/videos/settings").await.assert_contains("billing is not configured here, so they are free");
 }
+
+/// An add-on waiting at Stripe shows the operator why: its failed tries, the next try and the
+/// last error, as the outbox recorded them.
+#[sqlx::test(migrations = "../migrations")]
+async fn operators_see_why_a_change_waits_at_stripe(db: PgPool) {
+    let app = spawn_console(db.clone()).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    sqlx::raw_sql(
+        "INSERT INTO billing_accounts (member_id, customer_id) SELECT id, 'cus_waiting' FROM members;
+         INSERT INTO billing_outbox (member_id, reason, attempts, last_error, next_attempt_at)
+         SELECT id, 'add-on bought', 3, 'stripe write CreateSubscription: card <declined>',
+                '2030-01-02T03:04:05Z' FROM members;",
+    )
+    .execute(&db)
+    .await
+    .unwrap();
+    let mut operator = Visitor::new(&app);
+    operator.sign_up(OPERATOR).await;
+    let page = operator.get("/admin/billing").await;
+    page.assert_contains("<th scope=\"col\">Pending at Stripe</th>");
+    page.assert_contains("1 change waiting, 3 failed tries; next try <time datetime=\"2030-01-02T03:04:05Z\">2030-01-02 03:04:05 UTC</time>");
+    page.assert_contains("<code class=\"last-error\">stripe write CreateSubscription: card &#60;declined&#62;</code>");
+}

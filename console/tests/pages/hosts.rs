@@ -46,6 +46,16 @@ impl Dns {
             .unwrap();
         assert!(response.status().is_success());
     }
+
+    async fn clear_txt(&self, host: &str) {
+        let response = reqwest::Client::new()
+            .post(format!("http://127.0.0.1:{}/clear-txt", self.management))
+            .body(format!("{{\"host\":\"{host}.\"}}"))
+            .send()
+            .await
+            .unwrap();
+        assert!(response.status().is_success());
+    }
 }
 
 impl Drop for Dns {
@@ -104,7 +114,8 @@ async fn add_and_verify_a_domain_then_add_check_and_remove_a_host(db: PgPool) {
     let overview = ada.get("/queues/jobs").await;
     overview.assert_contains("<code>queue.example.test</code>: Setting up");
 
-    // The hostname belongs to one member: Bea, with her own proof of the domain, is refused.
+    // A domain is verified for one member at a time: Bea, with her own value beside Ada's, is told
+    // why not.
     let mut bea = Visitor::new(&app);
     bea.sign_up("bea@example.com").await;
     bea.create_queue("theirs", "5").await;
@@ -114,12 +125,33 @@ async fn add_and_verify_a_domain_then_add_check_and_remove_a_host(db: PgPool) {
     let value = between(&page.body, "<code class=\"txt-value\">", "</code>").to_owned();
     let theirs = between(&page.body, "action=\"/hosts/domains/", "/verify\"").to_owned();
     dns.set_txt("_aqs-challenge.example.test", &value).await;
-    let verified = bea.post(&format!("/hosts/domains/{theirs}/verify"), &[]).await;
-    bea.follow(verified).await.assert_contains("example.test is verified");
-    let claim = bea.post("/hosts", &[("hostname", "queue.example.test"), ("queue", "theirs")]).await;
+    let refused = bea.post(&format!("/hosts/domains/{theirs}/verify"), &[]).await;
+    bea.follow(refused).await.assert_contains("Not verified: example.test is verified by another member");
+
+    // The hostname belongs to one member: Bea proves a subdomain and adds a host under it; Ada's
+    // claim of the same name (under her root) is refused.
+    let added = bea.post("/hosts/domains", &[("name", "sub.example.test")]).await;
+    let page = bea.follow(added).await;
+    let sub_row = &page.body[page.body.find("data-domain=\"sub.example.test\"").unwrap()..];
+    let value = between(sub_row, "<code class=\"txt-value\">", "</code>").to_owned();
+    let sub = between(sub_row, "action=\"/hosts/domains/", "/verify\"").to_owned();
+    dns.set_txt("_aqs-challenge.sub.example.test", &value).await;
+    let verified = bea.post(&format!("/hosts/domains/{sub}/verify"), &[]).await;
+    bea.follow(verified).await.assert_contains("sub.example.test is verified");
+    let host = bea.post("/hosts", &[("hostname", "q.sub.example.test"), ("queue", "theirs")]).await;
+    bea.follow(host).await.assert_contains("Added q.sub.example.test");
+    let claim = ada.post("/hosts", &[("hostname", "q.sub.example.test"), ("queue", "jobs")]).await;
     assert_eq!(claim.status, 422);
     claim.assert_contains("This hostname is already in use");
     assert_eq!(bea.get("/admin/hosts").await.status, 404);
+
+    // Ada's record removed: the next check takes the domain from her, and the page says since when.
+    dns.clear_txt("_aqs-challenge.example.test").await;
+    let lost = ada.post(&format!("/hosts/domains/{id}/verify"), &[]).await;
+    ada.follow(lost).await.assert_contains("example.test is not verified yet: example.test is no longer verified");
+    let page = ada.get("/hosts").await;
+    page.assert_contains("Not verified");
+    page.assert_contains("Verification lost <time datetime=");
 
     // Operators see it, with a re-check button.
     let mut op = Visitor::new(&app);

@@ -186,10 +186,10 @@ pub async fn portal_url(cp: &ControlPlane, member: MemberId) -> ApiResult<String
 
 pub async fn set_budget(cp: &ControlPlane, member: MemberId, input: BudgetInput) -> ApiResult<Budget> {
     if input.monthly_limit_cents > BUDGET_MAX_CENTS {
-        return Err(ApiError::invalid(format!("monthly_limit_cents: must be between 0 and {BUDGET_MAX_CENTS}")));
+        return Err(ApiError::field("monthly_limit_cents", format!("must be between 0 and {BUDGET_MAX_CENTS}")));
     }
     if !(1..=100).contains(&input.alert_percent) {
-        return Err(ApiError::invalid("alert_percent: must be between 1 and 100"));
+        return Err(ApiError::field("alert_percent", "must be between 1 and 100"));
     }
     sqlx::query(
         "INSERT INTO billing_accounts (member_id, monthly_limit_cents, alert_percent) VALUES ($1, $2, $3)

@@ -126,6 +126,9 @@ pub async fn prepare(
         }
     }
     let Some(billing) = cp.billing() else {
+        if requested > current {
+            super::mode::require_free_grants(cp).await?;
+        }
         return Ok(SizeChange::granted(requested));
     };
     let bought = bought_size(cp, queue).await?;

@@ -37,6 +37,7 @@
 pub mod account;
 pub mod add_ons;
 pub mod admin;
+pub mod mode;
 pub mod outbox;
 pub mod plan;
 pub mod signature;

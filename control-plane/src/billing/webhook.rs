@@ -85,7 +85,7 @@ fn refuse_nul(event: &Event, action: &Action) -> ApiResult<()> {
         Action::Ignore => {}
     }
     match texts.iter().find(|(_, text)| text.contains('\0')) {
-        Some((field, _)) => Err(ApiError::invalid(format!("{field}: holds a NUL character"))),
+        Some((field, _)) => Err(ApiError::field(*field, "holds a NUL character")),
         None => Ok(()),
     }
 }
@@ -97,9 +97,9 @@ pub async fn receive(cp: &ControlPlane, signature_header: Option<&str>, payload:
     signature::verify(signature_header.unwrap_or(""), payload, billing.webhook_secret.expose(), now)
         .map_err(|err: SignatureError| ApiError::invalid(err.message()))?;
     let event: Event =
-        serde_json::from_slice(payload).map_err(|_| ApiError::invalid("body: not a Stripe event object"))?;
+        serde_json::from_slice(payload).map_err(|_| ApiError::field("body", "not a Stripe event object"))?;
     let created = DateTime::<Utc>::from_timestamp(event.created, 0)
-        .ok_or_else(|| ApiError::invalid("created: not a valid timestamp"))?;
+        .ok_or_else(|| ApiError::field("created", "not a valid timestamp"))?;
     let action = action(&event);
     refuse_nul(&event, &action)?;
     // The card is read from Stripe before the transaction: no lock is held across the network.

@@ -3,17 +3,29 @@
 //! answers `/.well-known/acme-challenge/{token}`; then a fresh key and CSR (rcgen), finalize, and
 //! the chain. An authorization the server already holds as valid needs no challenge.
 //!
+//! The account is the one stored in PostgreSQL for the directory (`acme_account`), registered
+//! only when none is stored; one the server no longer knows (a reset test server) is forgotten
+//! after the failed order, which is placed once more with a new one.
+//!
 //! Failures come back as a sentence for the member: the ACME server's own problem detail when it
 //! gave one, else what could not be reached.
 
+use super::acme_account;
+use aqs_core::cert_key::CertKeyCipher;
 use aqs_core::keys::Keys;
 use aqs_core::redis_conn::RedisConn;
 use chrono::{DateTime, Utc};
 use instant_acme::{
-    Account, AuthorizationStatus, ChallengeType, Identifier, NewAccount, NewOrder, OrderStatus, RetryPolicy,
+    Account, AccountBuilder, AuthorizationStatus, ChallengeType, Identifier, NewAccount, NewOrder, OrderStatus,
+    RetryPolicy,
 };
+use sqlx::PgPool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::Mutex;
+
+/// The problem type of a request signed by an account the server does not know.
+const ACCOUNT_UNKNOWN: &str = "urn:ietf:params:acme:error:accountDoesNotExist";
 
 /// How long a challenge answer stays in Redis: far beyond any validation.
 const CHALLENGE_TTL_SECS: u64 = 3600;
@@ -35,8 +47,11 @@ pub struct Acme {
     directory_url: String,
     contact: Option<String>,
     ca_file: Option<String>,
-    /// The account, created on first use and kept for the process's life.
-    account: Mutex<Option<Account>>,
+    /// The stored account, loaded (or registered) on first use and kept for the process's life,
+    /// with its sealed credentials as stored.
+    account: Mutex<Option<(Account, String)>>,
+    /// Set when the server answered that it does not know the account.
+    account_unknown: AtomicBool,
 }
 
 impl Acme {
@@ -47,35 +62,65 @@ impl Acme {
             contact: non_empty(contact_email).map(|email| format!("mailto:{email}")),
             ca_file: non_empty(ca_file),
             account: Mutex::new(None),
+            account_unknown: AtomicBool::new(false),
         }
     }
 
-    async fn account(&self) -> Result<Account, String> {
-        let mut held = self.account.lock().await;
-        if let Some(account) = held.as_ref() {
-            return Ok(account.clone());
-        }
-        let builder = match &self.ca_file {
+    fn builder(&self) -> Result<AccountBuilder, String> {
+        match &self.ca_file {
             Some(path) => Account::builder_with_root(path),
             None => Account::builder(),
         }
-        .map_err(|err| format!("cannot set up the ACME client: {err}"))?;
-        let contact: Vec<&str> = self.contact.iter().map(String::as_str).collect();
-        let new = NewAccount { contact: &contact, terms_of_service_agreed: true, only_return_existing: false };
-        let (account, _credentials) =
-            builder.create(&new, self.directory_url.clone(), None).await.map_err(|err| self.describe(err))?;
-        *held = Some(account.clone());
+        .map_err(|err| format!("cannot set up the ACME client: {err}"))
+    }
+
+    /// The directory's account: this process's, else the stored one, else a new registration
+    /// (stored for every replica). Called at the reconciler's start too, so a failure shows early.
+    pub async fn account(&self, db: &PgPool, cipher: &CertKeyCipher) -> Result<Account, String> {
+        let mut held = self.account.lock().await;
+        if let Some((account, _)) = held.as_ref() {
+            return Ok(account.clone());
+        }
+        let stored = match acme_account::load(db, cipher, &self.directory_url).await? {
+            Some(stored) => stored,
+            None => {
+                let contact: Vec<&str> = self.contact.iter().map(String::as_str).collect();
+                let new = NewAccount { contact: &contact, terms_of_service_agreed: true, only_return_existing: false };
+                let (_, credentials) = self
+                    .builder()?
+                    .create(&new, self.directory_url.clone(), None)
+                    .await
+                    .map_err(|err| self.describe(err))?;
+                tracing::info!(directory = %self.directory_url, "registered an ACME account");
+                acme_account::store(db, cipher, &self.directory_url, &credentials).await?
+            }
+        };
+        let account = self.builder()?.from_credentials(stored.credentials).await.map_err(|err| self.describe(err))?;
+        *held = Some((account.clone(), stored.sealed));
         Ok(account)
     }
 
     /// Orders a certificate for `hostname`, answering its HTTP-01 challenge through Redis.
-    pub async fn order(&self, redis: &mut RedisConn, keys: &Keys, hostname: &str) -> Result<Issued, String> {
-        let account = self.account().await?;
+    pub async fn order(
+        &self,
+        db: &PgPool,
+        cipher: &CertKeyCipher,
+        redis: &mut RedisConn,
+        keys: &Keys,
+        hostname: &str,
+    ) -> Result<Issued, String> {
+        let account = self.account(db, cipher).await?;
         let result = self.order_with(&account, redis, keys, hostname).await;
-        if result.is_err() {
-            // A stale account (the server was reset, as a test server is) fails every order: the
-            // next attempt starts with a new one.
-            *self.account.lock().await = None;
+        if result.is_err() && self.account_unknown.swap(false, Ordering::Relaxed) {
+            // The server was reset (as a test server is) or dropped the account: every order with
+            // it fails, so it is forgotten here and in PostgreSQL, and the order is placed once
+            // more with a new registration (or the one another replica stored meanwhile).
+            if let Some((_, sealed)) = self.account.lock().await.take() {
+                tracing::warn!(directory = %self.directory_url, "the ACME server no longer knows our account");
+                acme_account::forget(db, &self.directory_url, &sealed).await;
+            }
+            let account = self.account(db, cipher).await?;
+            return self.order_with(&account, redis, keys, hostname).await;
         }
         result
     }
@@ -148,7 +193,12 @@ impl Acme {
     /// The member-facing sentence for a failure of the ACME exchange.
     fn describe(&self, err: instant_acme::Error) -> String {
         match err {
-            instant_acme::Error::Api(problem) => problem_text(&problem),
+            instant_acme::Error::Api(problem) => {
+                if problem.r#type.as_deref() == Some(ACCOUNT_UNKNOWN) {
+                    self.account_unknown.store(true, Ordering::Relaxed);
+                }
+                problem_text(&problem)
+            }
             instant_acme::Error::Timeout(_) => "the ACME server did not finish validating in time".into(),
             other => format!("the ACME server at {} could not be reached: {other}", self.directory_url),
         }

@@ -143,6 +143,19 @@ pub fn decide(host: &HostView, cname: &CnameCheck, now: DateTime<Utc>, policy: &
     }
 }
 
+/// What to record when the host's domain is not verified (never was, or lost its proof): an error
+/// that orders nothing; a certificate still valid keeps serving.
+pub fn unproven(host: &HostView, reason: &str, now: DateTime<Utc>) -> Record {
+    let serving = host.cert.is_some_and(|(_, not_after)| not_after > now);
+    let keeps = if serving { "; the current certificate keeps serving until it expires" } else { "" };
+    Record {
+        status: Status::Error,
+        reason: Some(format!("{reason}{keeps}")),
+        failed: true,
+        next_in: backoff(host.failures, BACKOFF_MAX),
+    }
+}
+
 /// What to record after an order: active with the new certificate, or an error with the ACME
 /// server's reason (a certificate still valid keeps serving).
 pub fn after_order(
@@ -261,6 +274,17 @@ mod tests {
         let gone = record(decide(&active, &CnameCheck::Missing, day(10), &policy()));
         assert_eq!(gone.status, Status::Error);
         assert!(gone.reason.unwrap().contains("keeps serving until it expires"));
+    }
+
+    #[test]
+    fn a_host_under_an_unverified_domain_is_an_error_that_keeps_serving() {
+        let active = host(Status::Active, Some((0, 90)));
+        let lost = unproven(&active, "the domain example.com is not verified", day(10));
+        assert_eq!(lost.status, Status::Error);
+        assert!(lost.failed);
+        assert!(lost.reason.unwrap().ends_with("keeps serving until it expires"));
+        let expired = unproven(&active, "the domain example.com is not verified", day(91));
+        assert_eq!(expired.reason.as_deref(), Some("the domain example.com is not verified"));
     }
 
     #[test]

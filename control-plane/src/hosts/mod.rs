@@ -4,7 +4,8 @@
 //! The life of a host: created `setting_up` / `waiting_for_dns`; the reconciler ([`reconciler`])
 //! checks its CNAME ([`dns`]), orders a certificate by ACME HTTP-01 ([`acme`]) while
 //! `issuing_certificate`, stores it with its key encrypted ([`store`]) and projects it into Redis
-//! ([`projection`]), and the host is `active`; `error` carries a reason a person can act on. What
+//! ([`projection`]), and the host is `active`; the ACME account is one per directory, stored in
+//! PostgreSQL for every replica (`acme_account`); `error` carries a reason a person can act on. What
 //! to do next is decided by a pure step ([`machine`]); the loop only acts and records.
 //!
 //! Invariants: at most one replica acts on a host at a time (a claim taken with
@@ -14,6 +15,7 @@
 //! stops serving it when the certificate expires.
 
 pub mod acme;
+mod acme_account;
 pub mod dns;
 pub mod machine;
 pub(crate) mod projection;
@@ -40,6 +42,8 @@ pub struct HostsContext {
     pub acme: Option<acme::Acme>,
     pub cipher: Option<CertKeyCipher>,
     pub policy: machine::Policy,
+    /// How often a verified domain's TXT record is checked again (`AQS_DOMAIN_RECHECK_SECONDS`).
+    pub domain_recheck: Duration,
     /// Wakes the reconciler when a host is added or a check is asked for.
     pub(crate) wake: Notify,
 }
@@ -56,6 +60,7 @@ impl HostsContext {
                 recheck: Duration::from_secs(config.host_recheck_seconds.max(1)),
                 acme_configured: acme.is_some() && config.cert_cipher().is_some(),
             },
+            domain_recheck: Duration::from_secs(config.domain_recheck_seconds.max(1)),
             acme,
             cipher: config.cert_cipher(),
             wake: Notify::new(),
@@ -127,15 +132,21 @@ fn not_found() -> ApiError {
 
 pub async fn create(cp: &ControlPlane, member: MemberId, input: NewHost) -> ApiResult<Host> {
     let name = hostname::normalize(&input.hostname).ok_or_else(|| {
-        ApiError::invalid("hostname: must be a DNS name of two or more labels, such as queue.example.com")
+        ApiError::field("hostname", "must be a DNS name of two or more labels, such as queue.example.com")
     })?;
     let slug = Slug::parse(&input.queue).ok_or_else(queues::not_found)?;
     let queue = queues::get(cp, member, &slug).await?;
     let domain = domains::verified_parent(cp.db(), member, &name).await?.ok_or_else(|| {
-        ApiError::invalid(format!(
-            "hostname: {name} is not under one of your verified domains; add its root domain and verify it first"
-        ))
+        ApiError::field(
+            "hostname",
+            format!("{name} is not under one of your verified domains; add its root domain and verify it first"),
+        )
     })?;
+    // The domain is this member's now: a host another member kept under it after losing it goes.
+    if let Some(released) = store::release_unproven(cp.db(), member, &name).await? {
+        tracing::info!(hostname = %released, "custom host released to the member now holding its domain");
+        projection::remove_host(&mut cp.redis(), cp.keys(), &released).await.map_err(crate::projection::failed)?;
+    }
     let row = store::insert(cp.db(), member, domain, queue.id.0, &name).await?;
     cp.hosts().wake.notify_one();
     Ok(row.into_host(&cp.hosts().policy.edge_hostname))

@@ -2,13 +2,14 @@
 //! `machine::decide` what to do, does it (a DNS check, an ACME order), writes the outcome back
 //! under its claim and projects the host. Between rounds it sleeps until the next tick, a wake-up
 //! (a host added, a check asked for) or shutdown; every outcome sets the host's next time, so a
-//! failing host is retried with backoff and never in a tight loop. Pending domains are re-checked
-//! on the same ticks.
+//! failing host is retried with backoff and never in a tight loop. Domains are re-checked on the
+//! same ticks (`domain_proof::recheck`); a host whose domain is not verified orders nothing, and
+//! the domain's record is checked again right before each order.
 
 use super::machine::{self, Action, HostView, Status};
 use super::projection;
 use super::store::{self, HostRow, NewCertificate};
-use crate::domains;
+use crate::domain_proof;
 use crate::state::ControlPlane;
 use chrono::Utc;
 use std::time::Duration;
@@ -23,6 +24,7 @@ const STORE_RETRY: Duration = Duration::from_secs(5);
 /// Starts the reconciler of this control-plane replica; it ends when `shutdown` is cancelled.
 pub fn spawn(cp: ControlPlane, shutdown: CancellationToken) -> JoinHandle<()> {
     tokio::spawn(async move {
+        prepare_account(&cp).await;
         loop {
             let pause = match round(&cp, &shutdown).await {
                 Ok(()) => TICK,
@@ -40,7 +42,18 @@ pub fn spawn(cp: ControlPlane, shutdown: CancellationToken) -> JoinHandle<()> {
     })
 }
 
-/// Handles every host that is due now, then the pending domains.
+/// Loads (or registers) the ACME account at start, so that a restart shows at once whether the
+/// stored one still works; a failure is retried by the first order.
+async fn prepare_account(cp: &ControlPlane) {
+    let ctx = cp.hosts();
+    if let (Some(acme), Some(cipher)) = (ctx.acme.as_ref(), ctx.cipher.as_ref())
+        && let Err(reason) = acme.account(cp.db(), cipher).await
+    {
+        tracing::warn!(%reason, "the ACME account is not ready; the first certificate order retries");
+    }
+}
+
+/// Handles every host that is due now, then the domains due for a re-check.
 async fn round(cp: &ControlPlane, shutdown: &CancellationToken) -> anyhow::Result<()> {
     while !shutdown.is_cancelled() {
         let Some((claim, row)) = store::claim_due(cp.db()).await? else { break };
@@ -50,7 +63,7 @@ async fn round(cp: &ControlPlane, shutdown: &CancellationToken) -> anyhow::Resul
             tracing::warn!(error = %err, %hostname, "host reconciler: could not record the outcome");
         }
     }
-    domains::recheck_pending(cp).await?;
+    domain_proof::recheck(cp, cp.hosts().domain_recheck).await?;
     Ok(())
 }
 
@@ -58,10 +71,25 @@ async fn round(cp: &ControlPlane, shutdown: &CancellationToken) -> anyhow::Resul
 pub(crate) async fn reconcile(cp: &ControlPlane, claim: uuid::Uuid, row: HostRow) -> anyhow::Result<()> {
     let ctx = cp.hosts();
     let view = view_of(&row);
+    if let Err(reason) = domain_proof::standing(cp.db(), row.domain_id).await? {
+        let record = machine::unproven(&view, &reason, Utc::now());
+        if let Some(row) = store::finish(cp.db(), claim, row.id, &record, None).await? {
+            project(cp, &row).await?;
+        }
+        return Ok(());
+    }
     let cname = ctx.dns.check_cname(&row.hostname, &ctx.policy.edge_hostname).await;
     let written = match machine::decide(&view, &cname, Utc::now(), &ctx.policy) {
         Action::Record(record) => store::finish(cp.db(), claim, row.id, &record, None).await?,
         Action::Order => {
+            // The proof is looked up again now: no certificate is issued on a record that is gone.
+            if let Err(reason) = domain_proof::before_order(cp, row.domain_id).await? {
+                let record = machine::unproven(&view, &reason, Utc::now());
+                if let Some(row) = store::finish(cp.db(), claim, row.id, &record, None).await? {
+                    project(cp, &row).await?;
+                }
+                return Ok(());
+            }
             if !store::mark_ordering(cp.db(), claim, row.id, view.status != Status::Active).await? {
                 return Ok(());
             }
@@ -69,7 +97,7 @@ pub(crate) async fn reconcile(cp: &ControlPlane, claim: uuid::Uuid, row: HostRow
                 anyhow::bail!("an order was decided without ACME settings");
             };
             tracing::info!(hostname = %row.hostname, renewal = row.cert_pem.is_some(), "ordering a certificate");
-            match acme.order(&mut cp.redis(), cp.keys(), &row.hostname).await {
+            match acme.order(cp.db(), cipher, &mut cp.redis(), cp.keys(), &row.hostname).await {
                 Ok(issued) => {
                     let sealed = cipher.encrypt(issued.key_pem.as_bytes());
                     let window = (issued.not_before, issued.not_after);

@@ -12,7 +12,7 @@ use uuid::Uuid;
 /// How long a claim holds: beyond the longest order (`acme::ORDER_TIMEOUT`, twice, plus DNS).
 const CLAIM_FOR_SECS: i64 = 600;
 
-const SELECT: &str = "SELECT h.id, h.queue_id, h.hostname, h.status, h.stage, h.reason, h.cert_pem,
+const SELECT: &str = "SELECT h.id, h.domain_id, h.queue_id, h.hostname, h.status, h.stage, h.reason, h.cert_pem,
         h.key_encrypted, h.cert_not_before, h.cert_not_after, h.failures, h.orders, h.checked_at, h.created_at,
         q.slug AS queue_slug, m.email AS member_email
      FROM hosts h JOIN queues q ON q.id = h.queue_id JOIN members m ON m.id = h.member_id";
@@ -20,6 +20,7 @@ const SELECT: &str = "SELECT h.id, h.queue_id, h.hostname, h.status, h.stage, h.
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub(crate) struct HostRow {
     pub id: Uuid,
+    pub domain_id: Uuid,
     pub queue_id: Uuid,
     pub hostname: String,
     pub status: String,
@@ -65,6 +66,20 @@ pub(crate) async fn insert(
     .execute(db)
     .await?;
     find(db, Some(member), id).await?.ok_or(sqlx::Error::RowNotFound)
+}
+
+/// Removes another member's host of `hostname` whose domain is no longer verified for them, so
+/// that the member now holding the domain can take the name: its hostname, if one was removed.
+pub(crate) async fn release_unproven(db: &PgPool, member: MemberId, hostname: &str) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "DELETE FROM hosts h USING domains d
+          WHERE h.hostname = $1 AND h.member_id <> $2 AND d.id = h.domain_id AND d.status <> 'verified'
+         RETURNING h.hostname",
+    )
+    .bind(hostname)
+    .bind(member.as_uuid())
+    .fetch_optional(db)
+    .await
 }
 
 /// One host, the member's own unless `member` is `None` (operators, the reconciler).

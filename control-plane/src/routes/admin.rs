@@ -5,21 +5,19 @@ use crate::admin::{self, CallbackUrl};
 use crate::auth::AuthOperator;
 use crate::members::Member;
 use crate::state::ControlPlane;
-use aqs_core::{ApiError, ApiJson, ApiResult};
-use axum::extract::{RawQuery, State};
+use aqs_core::ApiQuery;
+use aqs_core::{ApiJson, ApiResult};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 
+/// `?email=` of the operator's member lookup: parsed by `ApiQuery` into this struct, which also
+/// documents it.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(super) struct EmailQuery {
-    email: Option<String>,
-}
-
-/// `email=…` from a raw query string, percent-decoded.
-fn email_param(query: Option<&str>) -> EmailQuery {
-    let email = url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-        .find(|(key, _)| key == "email")
-        .map(|(_, value)| value.into_owned());
-    EmailQuery { email }
+    /// The member's email address.
+    email: String,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -58,16 +56,14 @@ aqs_core::errors!(OperatorErrors: "not_found", "service_unavailable");
 aqs_core::errors!(AddErrors: "invalid_request", "not_found", "conflict", "unsupported_media_type", "payload_too_large", "service_unavailable");
 
 /// `GET /api/v1/admin/members?email=…`.
-#[utoipa::path(get, path = "/api/v1/admin/members", operation_id = "admin_find_member", tag = "admin", params(("email" = String, Query, description = "The member's email.")),
+#[utoipa::path(get, path = "/api/v1/admin/members", operation_id = "admin_find_member", tag = "admin", params(EmailQuery),
     responses((status = 200, body = MemberBody, description = "The member."), FindErrors), security(("session" = [])))]
 pub(super) async fn find_member(
     State(cp): State<ControlPlane>,
     operator: AuthOperator,
-    RawQuery(query): RawQuery,
+    ApiQuery(query): ApiQuery<EmailQuery>,
 ) -> ApiResult<ApiJson<MemberBody>> {
-    let parsed: EmailQuery = email_param(query.as_deref());
-    let email = parsed.email.ok_or_else(|| ApiError::invalid("email: give ?email=…"))?;
-    Ok(ApiJson(MemberBody { member: admin::find_member(&cp, &operator, &email).await? }))
+    Ok(ApiJson(MemberBody { member: admin::find_member(&cp, &operator, &query.email).await? }))
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/members/{id}/callback-urls", operation_id = "admin_list", tag = "admin", params(("id" = String, Path, description = "The member's id.")),

@@ -6,10 +6,10 @@ use crate::auth::{AuthMember, AuthOperator};
 use crate::domains::{self, Domain, NewDomain};
 use crate::hosts::{self, AdminHost, Host, NewHost};
 use crate::state::ControlPlane;
-use aqs_core::{ApiJson, ApiResult};
-use axum::extract::{RawQuery, State};
+use aqs_core::{ApiJson, ApiQuery, ApiResult};
+use axum::extract::State;
 use axum::http::StatusCode;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -93,7 +93,7 @@ pub(super) async fn delete_domain(
 }
 
 #[utoipa::path(post, path = "/api/v1/domains/{id}/verify", operation_id = "hosts_verify_domain", tag = "hosts", params(("id" = Uuid, Path, description = "The domain's id.")),
-    responses((status = 200, body = DomainBody, description = "The domain after a check of its TXT record."), IdErrors), security(("session" = [])))]
+    responses((status = 200, body = DomainBody, description = "The domain after a check of its TXT record (409 while another member holds it verified)."), IdErrors), security(("session" = [])))]
 pub(super) async fn verify_domain(
     State(cp): State<ControlPlane>,
     member: AuthMember,
@@ -150,20 +150,26 @@ pub(super) async fn check_host(
     Ok(ApiJson(HostBody { host: hosts::check(&cp, member.id(), id).await? }))
 }
 
+/// `?status=` of the operators' host list: parsed by `ApiQuery` into this struct, which also
+/// documents it.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct HostStatusQuery {
+    /// Only hosts in this status: `setting_up`, `active` or `error` (empty: all).
+    #[param(pattern = "^(setting_up|active|error)?$")]
+    status: Option<String>,
+}
+
 /// `GET /api/v1/admin/hosts?status=…`.
-#[utoipa::path(get, path = "/api/v1/admin/hosts", operation_id = "hosts_admin_list", tag = "admin", params(("status" = Option<String>, Query, pattern = "^(setting_up|active|error)$",
-        description = "Only hosts in this status: `setting_up`, `active` or `error`.")),
+#[utoipa::path(get, path = "/api/v1/admin/hosts", operation_id = "hosts_admin_list", tag = "admin", params(HostStatusQuery),
     responses((status = 200, body = AdminHostList, description = "Every member's hosts."), OperatorListErrors), security(("session" = [])))]
 pub(super) async fn admin_list(
     State(cp): State<ControlPlane>,
     operator: AuthOperator,
-    RawQuery(query): RawQuery,
+    ApiQuery(query): ApiQuery<HostStatusQuery>,
 ) -> ApiResult<ApiJson<AdminHostList>> {
-    let status = url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-        .find(|(key, _)| key == "status")
-        .map(|(_, value)| value.into_owned())
-        .filter(|s| !s.is_empty());
-    Ok(ApiJson(AdminHostList { hosts: hosts::admin_list(&cp, &operator, status.as_deref()).await? }))
+    let status = query.status.as_deref().filter(|s| !s.is_empty());
+    Ok(ApiJson(AdminHostList { hosts: hosts::admin_list(&cp, &operator, status).await? }))
 }
 
 #[utoipa::path(post, path = "/api/v1/admin/hosts/{id}/check", operation_id = "hosts_admin_check", tag = "admin", params(("id" = Uuid, Path, description = "The host's id.")),

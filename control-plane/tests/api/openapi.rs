@@ -35,3 +35,20 @@ fn every_operation_documents_its_errors_and_the_session_it_takes() {
         }
     }
 }
+
+/// Sign-up and log-in bodies say what the server checks: an email's shape, the password's length.
+#[test]
+fn credentials_state_the_email_shape_and_the_password_length() {
+    let doc = serde_json::to_value(aqs_control_plane::openapi_document()).unwrap();
+    for path in ["/api/v1/auth/signup", "/api/v1/auth/login"] {
+        let body = &doc["paths"][path]["post"]["requestBody"];
+        assert_eq!(body["required"], true, "{path}");
+        assert_eq!(body["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/Credentials", "{path}");
+    }
+    let credentials = &doc["components"]["schemas"]["Credentials"];
+    let email = &credentials["properties"]["email"];
+    assert_eq!((&email["format"], &email["maxLength"]), (&serde_json::json!("email"), &serde_json::json!(254)));
+    assert!(email["pattern"].as_str().is_some_and(|p| p.starts_with('^') && p.ends_with('$')), "{email}");
+    let password = &credentials["properties"]["password"];
+    assert_eq!((&password["minLength"], &password["maxLength"]), (&serde_json::json!(8), &serde_json::json!(1024)));
+}

@@ -71,8 +71,14 @@ async fn settings_are_checked_at_every_edge_on_create_and_update(db: PgPool) {
         if ok {
             assert_eq!(updated.expect(200)["queue"][field], value, "PATCH {field}={value}");
         } else {
-            let message = updated.expect_error(400, "invalid_request");
+            let body = updated.expect(400);
+            assert_eq!(body["error"], "invalid_request", "{body}");
+            let message = body["message"].as_str().unwrap();
             assert!(message.contains(field) || value.as_i64().unwrap_or(-1) < 0, "{field}={value}: {message}");
+            // A value out of range is an error of its field, and the answer names it.
+            if value.as_i64().unwrap_or(-1) >= 0 {
+                assert_eq!(body["field"], field, "{body}");
+            }
         }
         let created = create(&app, &session, json!({"name": "edge", field: value})).await;
         if ok {

@@ -1,8 +1,18 @@
-//! Routing by `Host`, in front of every listener: a request whose `Host` (port dropped, any case)
-//! is a served custom host goes to the slug-less queue routes pinned to that host's queue, so the
-//! ordinary handlers, token checks and tenancy rules do the work (a token of another queue is
-//! 404). Everything else goes to the shared router untouched. The ACME HTTP-01 challenge path is
-//! answered on any `Host`, from the projection.
+//! Routing of custom hosts, one wrapper per listener.
+//!
+//! The TLS listener ([`tls_listener`]) serves custom hosts and nothing else: a request goes to the
+//! slug-less queue routes pinned to the host named by the connection's SNI, and only when its
+//! `Host` (port dropped, any case) is that same name; any other `Host` (another custom host, the
+//! service's own name, a missing one) is `421 misdirected_request`, so a certificate never vouches
+//! for a queue or a page it was not issued for. The ordinary handlers, token checks and tenancy
+//! rules do the rest (a token of another queue is 404).
+//!
+//! The plain listener ([`plain_listener`]) never serves a custom host's queue: a token must not
+//! cross the network in cleartext. For a custom host's name it answers the ACME HTTP-01 challenge
+//! (which the ACME server asks over plain HTTP) and redirects everything else to `https://` with
+//! `308`; every other name reaches the shared router untouched. The challenge path is answered on
+//! any `Host`, from the projection, because a host's first certificate is validated before the host
+//! is in the table.
 //!
 //! On a custom host: `/queue/v1/...` and unknown paths are 404, every answer carries
 //! `Cache-Control: no-store`, and every route of a paused queue answers `409 queue_paused`.
@@ -13,21 +23,38 @@ use aqs_core::ApiError;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, HOST};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, HOST, LOCATION};
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::future::RouteFuture;
 use axum::routing::get;
+use futures_util::future::Either;
 use std::convert::Infallible;
+use std::future::Ready;
 use std::task::{Context, Poll};
 use tower::Service;
 use tower_http::set_header::SetResponseHeaderLayer;
 
 const CHALLENGE_PREFIX: &str = "/.well-known/acme-challenge/";
 
-/// Wraps `shared` (every route of this process) so that custom hosts are served on it too.
-pub fn route_by_host(shared: Router, state: DataPlane) -> Router {
+/// The name a TLS connection was opened for (its SNI), put on each of its requests by the TLS
+/// listener; `None` when the client sent none.
+#[derive(Clone, Debug)]
+pub struct ServerName(pub Option<String>);
+
+/// The plain listener's router: `shared` (every route of this process), with the names of custom
+/// hosts taken out of it (challenge answers and redirects only).
+pub fn plain_listener(shared: Router, state: DataPlane) -> Router {
+    let challenge = Router::new()
+        .route("/.well-known/acme-challenge/{token}", get(acme_challenge))
+        .fallback(|| async { ApiError::not_found("no such challenge") })
+        .with_state(state.clone());
+    Router::new().fallback_service(PlainRouting { state, shared, challenge })
+}
+
+/// The TLS listener's router: the custom host named by SNI, for requests whose `Host` names it.
+pub fn tls_listener(state: DataPlane) -> Router {
     let custom = aqs_core::metrics::http::measured(crate::queue_routes())
         .fallback(|| async { ApiError::not_found("no such route on a custom host") })
         .method_not_allowed_fallback(|| async {
@@ -36,48 +63,106 @@ pub fn route_by_host(shared: Router, state: DataPlane) -> Router {
         .layer(axum::middleware::from_fn_with_state(state.clone(), refuse_paused))
         .layer(SetResponseHeaderLayer::overriding(CACHE_CONTROL, HeaderValue::from_static("no-store")))
         .with_state(state.clone());
-    let challenge = Router::new()
-        .route("/.well-known/acme-challenge/{token}", get(acme_challenge))
-        .fallback(|| async { ApiError::not_found("no such challenge") })
-        .with_state(state.clone());
-    Router::new().fallback_service(HostRouting { state, shared, custom, challenge })
+    Router::new().fallback_service(TlsRouting { state, custom })
+}
+
+/// The request's `Host` (else the URI's authority), port and trailing dot dropped, lowercase.
+fn host_of(request: &Request) -> Option<String> {
+    request
+        .headers()
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| request.uri().host())
+        .map(|h| aqs_core::hostname::of_header(h).into_owned())
 }
 
 #[derive(Clone)]
-struct HostRouting {
+struct PlainRouting {
     state: DataPlane,
     shared: Router,
-    custom: Router,
     challenge: Router,
 }
 
-impl Service<Request> for HostRouting {
+impl Service<Request> for PlainRouting {
     type Response = Response;
     type Error = Infallible;
-    type Future = RouteFuture<Infallible>;
+    type Future = Answer;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        if request.uri().path().starts_with(CHALLENGE_PREFIX) {
+            return Either::Left(self.challenge.call(request));
+        }
+        match host_of(&request).filter(|name| self.state.hosts.is_custom(name)) {
+            Some(name) => ready(to_https(&name, &request)),
+            None => Either::Left(self.shared.call(request)),
+        }
+    }
+}
+
+/// `308` to the same path and query at `https://<name>` (the edge's port 443).
+fn to_https(name: &str, request: &Request) -> Response {
+    let path = request.uri().path_and_query().map_or("/", |p| p.as_str());
+    match HeaderValue::try_from(format!("https://{name}{path}")) {
+        Ok(location) => (StatusCode::PERMANENT_REDIRECT, [(LOCATION, location)]).into_response(),
+        Err(_) => ApiError::invalid("the request's path cannot be redirected").into_response(),
+    }
+}
+
+#[derive(Clone)]
+struct TlsRouting {
+    state: DataPlane,
+    custom: Router,
+}
+
+impl Service<Request> for TlsRouting {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Answer;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, mut request: Request) -> Self::Future {
-        if request.uri().path().starts_with(CHALLENGE_PREFIX) {
-            return self.challenge.call(request);
+        let sni = request.extensions().get::<ServerName>().and_then(|s| s.0.as_deref()).map(normalise);
+        let Some(sni) = sni else {
+            return misdirected("this connection named no host (SNI); connect with the custom host's name");
+        };
+        match host_of(&request) {
+            Some(host) if host == sni => {}
+            Some(host) => {
+                return misdirected(&format!("this connection is for {sni}, not {host}; open one for {host}"));
+            }
+            None => return misdirected(&format!("the request names no Host; this connection is for {sni}")),
         }
-        let served = request
-            .headers()
-            .get(HOST)
-            .and_then(|h| h.to_str().ok())
-            .or_else(|| request.uri().host())
-            .and_then(|h| self.state.hosts.serving(&aqs_core::hostname::of_header(h)));
-        match served {
+        match self.state.hosts.serving(&sni) {
             Some(served) => {
                 request.extensions_mut().insert(PinnedQueue(served.queue));
-                self.custom.call(request)
+                Either::Left(self.custom.call(request))
             }
-            None => self.shared.call(request),
+            // Removed (or expired) after this connection's handshake.
+            None => ready(ApiError::not_found("no custom host by this name").into_response()),
         }
     }
+}
+
+fn normalise(name: &str) -> String {
+    name.trim_end_matches('.').to_ascii_lowercase()
+}
+
+fn misdirected(message: &str) -> Answer {
+    ready(ApiError::MisdirectedRequest(message.to_owned()).into_response())
+}
+
+/// A routed request, or an answer given without routing it.
+type Answer = Either<RouteFuture<Infallible>, Ready<Result<Response, Infallible>>>;
+
+fn ready(response: Response) -> Answer {
+    Either::Right(std::future::ready(Ok(response)))
 }
 
 /// A paused queue's hosts answer 409 on every route, stats included; a queue gone from the

@@ -52,6 +52,12 @@ impl HostTable {
         hosts.get(name).filter(|h| h.is_serving(now_ms())).cloned()
     }
 
+    /// Whether `name` (normalised) is a projected custom host, its certificate expired or not: the
+    /// plain listener serves such a name nothing but challenge answers and redirects.
+    pub fn is_custom(&self, name: &str) -> bool {
+        self.hosts.read().expect("host table lock").contains_key(name)
+    }
+
     fn replace(&self, hosts: HashMap<String, Arc<ServedHost>>) {
         *self.hosts.write().expect("host table lock") = Arc::new(hosts);
     }

@@ -1,19 +1,20 @@
 //! `GET /messages/peek` and `POST /purge` (manage scope).
 
 use super::dead_letters::PurgedAnswer;
-use super::views::{LimitQuery, QueuePath, attributes, base64, limit_param};
+use super::views::{LimitQuery, QueuePath, attributes, base64};
 use crate::QueueContext;
 use crate::body;
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::errors;
+use aqs_core::query::ApiQuery;
 use aqs_core::time::{now_ms, rfc3339};
 use aqs_core::token::Scope;
 use aqs_engine::Class;
 use aqs_engine::Selection;
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -52,10 +53,10 @@ errors!(PeekErrors: "invalid_request", "unauthorized", "forbidden", "not_found",
 pub async fn peek(
     State(state): State<DataPlane>,
     ctx: QueueContext,
-    RawQuery(query): RawQuery,
+    ApiQuery(query): ApiQuery<LimitQuery>,
 ) -> ApiResult<Json<PeekAnswer>> {
     let charge = ctx.authorize(&state, &[Scope::Manage], Class::Reads)?;
-    let limit = limit_param(query.as_deref())?;
+    let limit = query.limit()?;
     let messages = state
         .engine
         .charged(charge)
@@ -93,7 +94,7 @@ errors!(PurgeErrors: "invalid_request", "unauthorized", "forbidden", "not_found"
 /// released by a nack and is due. Messages under a live lease and delayed messages stay.
 /// `{"state": "dead"}` purges the dead-letter queue instead.
 #[utoipa::path(post, path = "/queue/v1/{slug}/purge", operation_id = "purge", tag = "manage", params(QueuePath),
-    request_body(content = PurgeRequest, description = "May be empty."),
+    request_body(content = PurgeRequest, description = "May be empty: purges the ready messages."),
     responses((status = 200, body = PurgedAnswer, description = "How many were deleted."), PurgeErrors),
     security(("queue_token" = [])))]
 pub async fn purge(

@@ -1,6 +1,7 @@
 //! `GET /dead-letters`, `POST /dead-letters/replay`, `POST /dead-letters/purge` (manage scope).
 
-use super::views::{LimitQuery, QueuePath, base64, limit_param};
+use super::alternatives::{Branch, only, strings};
+use super::views::{LimitQuery, QueuePath, base64};
 use crate::QueueContext;
 use crate::body;
 use crate::state::DataPlane;
@@ -8,15 +9,17 @@ use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::errors;
 use aqs_core::ids::MessageId;
 use aqs_core::limits;
+use aqs_core::query::ApiQuery;
 use aqs_core::time::{now_ms, rfc3339};
 use aqs_core::token::Scope;
 use aqs_engine::Class;
 use aqs_engine::{DeadLetter, REASON_FILTER_MAX, Selection};
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 #[derive(Serialize, ToSchema)]
@@ -69,10 +72,10 @@ errors!(ActionErrors: "invalid_request", "unauthorized", "forbidden", "not_found
 pub async fn list(
     State(state): State<DataPlane>,
     ctx: QueueContext,
-    RawQuery(query): RawQuery,
+    ApiQuery(query): ApiQuery<LimitQuery>,
 ) -> ApiResult<Json<DeadLetterList>> {
     let charge = ctx.authorize(&state, &[Scope::Manage], Class::Reads)?;
-    let limit = limit_param(query.as_deref())?;
+    let limit = query.limit()?;
     let letters = state
         .engine
         .charged(charge)
@@ -111,6 +114,7 @@ fn preview(bytes: &[u8]) -> (String, &'static str) {
 }
 
 /// Which dead letters: exactly one of `ids`, `reason` or `all: true`.
+// The document states that as `oneOf` its three forms (`selection_alternatives`).
 #[derive(Deserialize, ToSchema)]
 pub struct SelectionRequest {
     /// 1 to 100 message ids (32 lowercase hex characters).
@@ -121,6 +125,29 @@ pub struct SelectionRequest {
     /// Every dead letter whose reason contains this text (1 to 1024 bytes).
     #[schema(min_length = 1, max_length = 1024)]
     reason: Option<String>,
+}
+
+/// The three selections [`selection`] accepts, for the document. With `ids`, `all` may be `false`.
+pub(super) fn selection_alternatives() -> Vec<Branch> {
+    let ids = strings("^[0-9a-f]{32}$", limits::ACK_MAX_RECEIPTS);
+    vec![
+        Branch {
+            title: "by id",
+            requires: "ids",
+            absent: &["reason"],
+            narrowed: vec![
+                ("ids", ids),
+                ("all", only("Absent, null or `false` with `ids`.", [json!(false), Value::Null])),
+            ],
+        },
+        Branch { title: "by reason", requires: "reason", absent: &["ids", "all"], narrowed: vec![] },
+        Branch {
+            title: "every one",
+            requires: "all",
+            absent: &["ids", "reason"],
+            narrowed: vec![("all", only("Every dead letter.", [json!(true)]))],
+        },
+    ]
 }
 
 /// Put dead letters back on the queue with their attempts reset (manage scope).

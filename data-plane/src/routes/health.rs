@@ -1,8 +1,10 @@
-//! `GET /queue/v1/health`: 200 while Redis answers a PING within a second, else 503.
+//! `GET /queue/v1/health`: 200 while Redis answers within a second as a primary that takes
+//! writes, else 503 (unreachable, or a read-only replica: `redis_probe.rs`).
 
 use crate::state::DataPlane;
 use aqs_core::error::ErrorBody;
 use aqs_core::errors;
+use aqs_core::redis_probe::{self, RedisState};
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -11,7 +13,7 @@ use serde::Serialize;
 use std::time::Duration;
 use utoipa::ToSchema;
 
-const PING_TIMEOUT: Duration = Duration::from_secs(1);
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Healthy: `{"ok": true, "service": "aqs"}`. Unhealthy adds the error fields of every error answer.
 #[derive(Serialize, ToSchema)]
@@ -32,28 +34,26 @@ errors!(HealthErrors: "service_unavailable");
 
 /// Whether this replica can reach its storage (no token).
 #[utoipa::path(get, path = "/queue/v1/health", operation_id = "health", tag = "health",
-    responses((status = 200, body = HealthAnswer, description = "Redis answers."), HealthErrors))]
+    responses((status = 200, body = HealthAnswer, description = "Redis answers and takes writes."), HealthErrors))]
 pub async fn health(State(state): State<DataPlane>) -> Response {
-    let mut conn = state.engine.conn();
-    let ping = tokio::time::timeout(PING_TIMEOUT, redis::cmd("PING").query_async::<String>(&mut conn)).await;
-    match ping {
-        Ok(Ok(_)) => Json(HealthAnswer { ok: true, service: "aqs", error: None, message: None }).into_response(),
-        failed => {
-            if let Ok(Err(err)) = failed {
-                tracing::warn!(error = %err, "health: Redis PING failed");
-            }
-            let answer = HealthAnswer {
-                ok: false,
-                service: "aqs",
-                error: Some("service_unavailable"),
-                message: Some("storage is temporarily unavailable; retry shortly"),
-            };
-            let body = serde_json::to_value(&answer).unwrap_or_default();
-            let mut response = (StatusCode::SERVICE_UNAVAILABLE, Json(&body)).into_response();
-            // An error answer: the server adds the request id to it.
-            response.extensions_mut().insert(ErrorBody(body));
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            response
+    let message = match redis_probe::probe(&state.engine.conn(), PROBE_TIMEOUT).await {
+        RedisState::Writable => {
+            return Json(HealthAnswer { ok: true, service: "aqs", error: None, message: None }).into_response();
         }
-    }
+        RedisState::Unreachable(why) => {
+            tracing::warn!(error = %why, "health: Redis does not answer");
+            "storage is temporarily unavailable; retry shortly"
+        }
+        RedisState::ReadOnly(why) => {
+            tracing::warn!(%why, "health: Redis is read-only");
+            "storage is read-only for now (a replica, or a failover under way); retry shortly"
+        }
+    };
+    let answer = HealthAnswer { ok: false, service: "aqs", error: Some("service_unavailable"), message: Some(message) };
+    let body = serde_json::to_value(&answer).unwrap_or_default();
+    let mut response = (StatusCode::SERVICE_UNAVAILABLE, Json(&body)).into_response();
+    // An error answer: the server adds the request id to it.
+    response.extensions_mut().insert(ErrorBody(body));
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
 }

@@ -6,6 +6,7 @@
 //! script the request runs (429 there, before the script changes anything; `engine/src/rate.rs`).
 
 mod admin;
+mod alternatives;
 mod consume;
 mod dead_letters;
 mod extend;

@@ -1,13 +1,14 @@
 //! `GET /queue/v1/openapi.json`: the queue API's OpenAPI 3.1 document, generated from the handlers'
 //! `#[utoipa::path]` annotations and the types they answer with. Served without a token.
 
-use super::{admin, consume, dead_letters, extend, health, publish, stats};
+use super::{admin, alternatives, consume, dead_letters, extend, health, publish, stats};
 use aqs_core::openapi;
 use axum::http::HeaderValue;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use std::sync::LazyLock;
 use utoipa::OpenApi;
+use utoipa::openapi::Required;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -47,6 +48,11 @@ struct QueueApi;
 /// The document, with the error schema and the queue token's security scheme.
 pub fn document() -> utoipa::openapi::OpenApi {
     let mut doc = QueueApi::openapi();
+    for path in ["/queue/v1/{slug}/consume", "/queue/v1/{slug}/purge"] {
+        optional_body(&mut doc, path);
+    }
+    alternatives::one_of(&mut doc, "PublishRequest", publish::body_alternatives());
+    alternatives::one_of(&mut doc, "SelectionRequest", dead_letters::selection_alternatives());
     openapi::finish(
         &mut doc,
         "queue_token",
@@ -54,6 +60,15 @@ pub fn document() -> utoipa::openapi::OpenApi {
         Some("acq_ token"),
     );
     doc
+}
+
+/// Marks the body of `POST path` optional: the route takes no body at all (every field has a
+/// default). utoipa marks a body optional only with an `Option` type, which would also allow a
+/// JSON `null` the route refuses.
+fn optional_body(doc: &mut utoipa::openapi::OpenApi, path: &str) {
+    let body =
+        doc.paths.paths.get_mut(path).and_then(|item| item.post.as_mut()).and_then(|op| op.request_body.as_mut());
+    body.unwrap_or_else(|| panic!("POST {path} has no request body")).required = Some(Required::False);
 }
 
 static DOCUMENT: LazyLock<String> = LazyLock::new(|| document().to_json().expect("the OpenAPI document serialises"));

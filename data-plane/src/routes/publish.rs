@@ -7,6 +7,7 @@
 //!   applied to the decoded content (bodies plus attributes), while the JSON itself may be 4/3 of
 //!   that plus 64 KiB, so eight full-size base64 entries fit as the spec promises.
 
+use super::alternatives::Branch;
 use super::views::QueuePath;
 use crate::QueueContext;
 use crate::body;
@@ -31,17 +32,20 @@ use std::sync::Arc;
 use utoipa::ToSchema;
 
 /// One message: exactly one of `body` and `body_base64`.
+// The document states that as `oneOf` its two forms (`body_alternatives`).
 #[derive(Deserialize, ToSchema)]
 pub struct PublishRequest<'a> {
     /// The body as text.
     #[serde(borrow, default)]
     #[schema(value_type = Option<String>)]
     body: Option<Cow<'a, str>>,
-    /// The body as standard base64, for bytes.
+    /// The body as standard base64 (padded), for bytes.
     #[serde(borrow, default)]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, content_encoding = "base64",
+        pattern = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")]
     body_base64: Option<Cow<'a, str>>,
     /// 1 to 256 bytes; default `application/json`.
+    #[schema(min_length = 1, max_length = 256)]
     content_type: Option<String>,
     /// A JSON object of at most 8 KiB serialised, handed to every consumer.
     #[schema(value_type = Option<Object>)]
@@ -50,9 +54,19 @@ pub struct PublishRequest<'a> {
     #[schema(minimum = 0, maximum = 604800)]
     delay_seconds: Option<u64>,
     /// Up to 256 bytes; messages of one group are delivered one at a time, in order.
+    #[schema(max_length = 256)]
     group_id: Option<String>,
     /// 1 to 256 bytes: a publish with the key of a stored message answers that message.
+    #[schema(min_length = 1, max_length = 256)]
     idempotency_key: Option<String>,
+}
+
+/// The two ways to give a message's body, for the document.
+pub(super) fn body_alternatives() -> Vec<Branch> {
+    vec![
+        Branch { title: "text body", requires: "body", absent: &["body_base64"], narrowed: vec![] },
+        Branch { title: "base64 body", requires: "body_base64", absent: &["body"], narrowed: vec![] },
+    ]
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -5,7 +5,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
-/// The `{slug}` of every per-queue route.
+/// The `{slug}` of every per-queue route (parsed as a `Slug` by `QueueContext`; this documents it).
 #[derive(utoipa::IntoParams)]
 #[into_params(parameter_in = Path)]
 #[allow(dead_code)]
@@ -14,14 +14,24 @@ pub struct QueuePath {
     slug: String,
 }
 
-/// `?limit=`: how many to list.
-#[derive(utoipa::IntoParams)]
+/// `?limit=` of the list routes: parsed by `ApiQuery` into this struct, which also documents it.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
-#[allow(dead_code)]
 pub struct LimitQuery {
     /// 1 to 100, default 10.
     #[param(minimum = 1, maximum = 100)]
     limit: Option<u32>,
+}
+
+impl LimitQuery {
+    /// The limit asked for, or 10.
+    pub fn limit(&self) -> ApiResult<u32> {
+        match self.limit {
+            None => Ok(10),
+            Some(n) if (1..=100).contains(&n) => Ok(n),
+            Some(_) => Err(ApiError::invalid("limit must be an integer from 1 to 100")),
+        }
+    }
 }
 
 pub fn base64(bytes: &[u8]) -> String {
@@ -36,28 +46,16 @@ pub fn attributes(stored: &str) -> Value {
     serde_json::from_str(stored).unwrap_or_else(|_| Value::Object(Default::default()))
 }
 
-/// Parses `?limit=` (1..=100, default 10) from a raw query string.
-pub fn limit_param(query: Option<&str>) -> ApiResult<u32> {
-    let raw = query.unwrap_or_default().split('&').find_map(|pair| pair.strip_prefix("limit="));
-    match raw {
-        None => Ok(10),
-        Some(text) => match text.parse::<u32>() {
-            Ok(n) if (1..=100).contains(&n) => Ok(n),
-            _ => Err(ApiError::invalid("limit must be an integer from 1 to 100")),
-        },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn limit_defaults_and_bounds() {
-        assert_eq!(limit_param(None).unwrap(), 10);
-        assert_eq!(limit_param(Some("a=1&limit=100")).unwrap(), 100);
-        assert!(limit_param(Some("limit=0")).is_err());
-        assert!(limit_param(Some("limit=101")).is_err());
-        assert!(limit_param(Some("limit=x")).is_err());
+        let limit = |limit| LimitQuery { limit }.limit();
+        assert_eq!(limit(None).unwrap(), 10);
+        assert_eq!(limit(Some(100)).unwrap(), 100);
+        assert!(limit(Some(0)).is_err());
+        assert!(limit(Some(101)).is_err());
     }
 }

@@ -1,9 +1,12 @@
-//! Dead letters: by nack and by lease expiry at max attempts, list, replay, purge.
+//! Dead letters: by nack and by lease expiry at max attempts (the engine's clock set by the test,
+//! not slept through), list, replay, purge.
 
 use crate::helpers::*;
+use aqs_core::receipt::Receipt;
+use aqs_core::time::now_ms;
+use aqs_engine::{ConsumeOutcome, Delivery};
 use reqwest::StatusCode;
 use serde_json::json;
-use std::time::{Duration, Instant};
 
 #[tokio::test]
 async fn a_message_nacked_on_its_last_attempt_is_dead_lettered_with_its_error() {
@@ -59,28 +62,38 @@ async fn a_nack_without_error_is_recorded_as_nacked() {
     assert_eq!(app.dead_letters(&queue).await[0]["reason"], "nacked");
 }
 
+/// Leases one message for `lease_ms` at the test's clock `now` (the engine takes the time from its
+/// caller, so expiries are reached by moving the clock, not by sleeping).
+async fn lease_one(app: &TestApp, queue: &TestQueue, lease_ms: u64, now: u64) -> Vec<Delivery> {
+    match app.state.engine.consume(queue.id, 1, lease_ms, now, 0).await.unwrap() {
+        ConsumeOutcome::Delivered { deliveries, .. } => deliveries,
+        other => panic!("{other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn an_expired_lease_on_the_last_attempt_is_dead_lettered_by_the_sweeper() {
     let app = spawn_app().await;
     let queue = app.queue_with(|m| m.max_attempts = 2).await;
     app.publish_text(&queue, "slow").await;
-    app.consume(&queue, json!({"visibility_seconds": 1})).await;
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    let second = app.consume(&queue, json!({"visibility_seconds": 1})).await;
-    assert_eq!(second[0]["attempts"], 2);
-    // Nobody consumes: the sweeper (about once a second) moves it.
-    let start = Instant::now();
-    let dead = loop {
-        let dead = app.dead_letters(&queue).await;
-        if !dead.is_empty() || start.elapsed() > Duration::from_secs(4) {
-            break dead;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    assert_eq!(dead.len(), 1, "not dead-lettered within 4 s");
+    let t0 = now_ms();
+    lease_one(&app, &queue, 1000, t0).await;
+    let second = lease_one(&app, &queue, 1000, t0 + 1001).await;
+    assert_eq!(second[0].attempts, 2);
+    // Nobody consumes: the sweeper's pass after the second lease ends moves it.
+    app.state.engine.sweep(queue.id, t0 + 2002, false).await.unwrap();
+    let dead = app.dead_letters(&queue).await;
+    assert_eq!(dead.len(), 1);
     assert_eq!(dead[0]["reason"], "visibility timeout expired");
     assert_eq!(dead[0]["attempts"], 2);
-    assert_eq!(app.ack(&queue, &[&text(&second[0], "receipt")]).await["failed"][0]["error"], "lease_lost");
+    let receipt = Receipt {
+        queue: queue.id,
+        stream_id: second[0].stream_id,
+        message: second[0].message,
+        delivery: 2,
+        expires_at_ms: t0 + 2001,
+    };
+    assert_eq!(app.state.engine.ack(queue.id, &[receipt], t0 + 2003).await.unwrap(), vec![false]);
 }
 
 #[tokio::test]
@@ -93,13 +106,12 @@ async fn an_expired_lease_on_the_last_attempt_is_dead_lettered_by_the_next_consu
         redis::cmd("SREM").arg(app.keys.queues()).arg(queue.id.to_string()).query_async(&mut conn).await.unwrap();
     app.publish_text(&queue, "slow").await;
     app.publish_text(&queue, "next").await;
-    let first = app.consume(&queue, json!({"max_messages": 1, "visibility_seconds": 1})).await;
-    assert_eq!(first.len(), 1);
-    tokio::time::sleep(Duration::from_millis(1050)).await;
+    let t0 = now_ms();
+    assert_eq!(lease_one(&app, &queue, 1000, t0).await.len(), 1);
     // Consume must not redeliver it: it goes to the dead-letter queue.
-    let next = app.consume(&queue, json!({"max_messages": 10})).await;
+    let next = lease_one(&app, &queue, 30_000, t0 + 1001).await;
     assert_eq!(next.len(), 1);
-    assert_eq!(decode_body(&next[0]), b"next");
+    assert_eq!(next[0].body, b"next");
     let dead = app.dead_letters(&queue).await;
     assert_eq!(dead[0]["reason"], "visibility timeout expired");
 }

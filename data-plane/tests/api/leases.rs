@@ -1,30 +1,54 @@
-//! Leases: expiry and redelivery, stale receipts, nack delays, receipts of another queue.
+//! Leases: expiry and redelivery, stale receipts, nack delays, receipts of another queue. Expiries
+//! and delays are reached by setting the engine's clock (every engine call takes `now_ms`), never by
+//! sleeping.
 
 use crate::helpers::*;
+use aqs_core::ids::QueueId;
+use aqs_core::receipt::Receipt;
+use aqs_core::time::now_ms;
+use aqs_engine::{ConsumeOutcome, Delivery, Engine, NackResult};
 use serde_json::json;
-use std::time::{Duration, Instant};
+
+/// Leases `max` messages for `lease_ms` (0: the queue's visibility) at the test's clock `now`: the
+/// engine takes the time from its caller, so expiries are reached by moving the clock, not by
+/// sleeping.
+async fn leased(engine: &Engine, queue: QueueId, lease_ms: u64, now: u64) -> (Vec<Delivery>, u64, Option<u64>) {
+    match engine.consume(queue, 10, lease_ms, now, 0).await.unwrap() {
+        ConsumeOutcome::Delivered { deliveries, lease_ms, next_due_ms } => (deliveries, lease_ms, next_due_ms),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn receipt_of(queue: QueueId, delivery: &Delivery, expires_at_ms: u64) -> Receipt {
+    Receipt {
+        queue,
+        stream_id: delivery.stream_id,
+        message: delivery.message,
+        delivery: delivery.attempts,
+        expires_at_ms,
+    }
+}
 
 #[tokio::test]
 async fn an_expired_lease_is_redelivered_and_the_old_receipt_is_refused() {
     let app = spawn_app().await;
     let queue = app.queue().await;
     let id = app.publish_text(&queue, "work").await;
-    let first = app.consume(&queue, json!({"visibility_seconds": 1})).await;
-    assert_eq!(first[0]["attempts"], 1);
-    assert!(app.consume(&queue, json!({})).await.is_empty(), "leased: invisible");
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    let second = app.consume(&queue, json!({"visibility_seconds": 30})).await;
+    let (engine, t0) = (&app.state.engine, now_ms());
+    let (first, ..) = leased(engine, queue.id, 1000, t0).await;
+    assert_eq!(first[0].attempts, 1);
+    assert!(leased(engine, queue.id, 30_000, t0 + 500).await.0.is_empty(), "leased: invisible");
+    let (second, ..) = leased(engine, queue.id, 30_000, t0 + 1001).await;
     assert_eq!(second.len(), 1);
-    assert_eq!(second[0]["id"], id.as_str());
-    assert_eq!(second[0]["attempts"], 2);
-    assert_ne!(second[0]["receipt"], first[0]["receipt"]);
+    assert_eq!(second[0].message.to_string(), id);
+    assert_eq!(second[0].attempts, 2);
     // The first delivery's receipt cannot ack (or nack) the second delivery.
-    let stale = app.ack(&queue, &[&text(&first[0], "receipt")]).await;
-    assert_eq!(stale["acked"], 0);
-    assert_eq!(stale["failed"][0]["error"], "lease_lost");
-    let stale = app.nack(&queue, json!({"receipts": [text(&first[0], "receipt")]})).await;
-    assert_eq!(stale["failed"][0]["error"], "lease_lost");
-    assert_eq!(app.ack(&queue, &[&text(&second[0], "receipt")]).await["acked"], 1);
+    let stale = receipt_of(queue.id, &first[0], t0 + 1000);
+    assert_eq!(engine.ack(queue.id, std::slice::from_ref(&stale), t0 + 1002).await.unwrap(), vec![false]);
+    let nacked = engine.nack(queue.id, &[stale], 0, "", t0 + 1002).await.unwrap();
+    assert_eq!(nacked, vec![NackResult::LeaseLost]);
+    let current = receipt_of(queue.id, &second[0], t0 + 31_001);
+    assert_eq!(engine.ack(queue.id, &[current], t0 + 1003).await.unwrap(), vec![true]);
 }
 
 #[tokio::test]
@@ -32,10 +56,11 @@ async fn an_expired_but_not_redelivered_lease_can_still_be_acked() {
     let app = spawn_app().await;
     let queue = app.queue().await;
     app.publish_text(&queue, "slow work").await;
-    let leased = app.consume(&queue, json!({"visibility_seconds": 1})).await;
-    tokio::time::sleep(Duration::from_millis(1200)).await;
-    assert_eq!(app.ack(&queue, &[&text(&leased[0], "receipt")]).await["acked"], 1);
-    assert!(app.consume(&queue, json!({})).await.is_empty());
+    let (engine, t0) = (&app.state.engine, now_ms());
+    let (leased_now, ..) = leased(engine, queue.id, 1000, t0).await;
+    let late = receipt_of(queue.id, &leased_now[0], t0 + 1000);
+    assert_eq!(engine.ack(queue.id, &[late], t0 + 1200).await.unwrap(), vec![true]);
+    assert!(leased(engine, queue.id, 0, t0 + 1300).await.0.is_empty());
 }
 
 #[tokio::test]
@@ -43,24 +68,27 @@ async fn a_nack_returns_the_message_after_its_delay() {
     let app = spawn_app().await;
     let queue = app.queue().await;
     app.publish_text(&queue, "retry me").await;
-    let leased = app.consume(&queue, json!({})).await;
-    let receipt = text(&leased[0], "receipt");
-    let nacked = app.nack(&queue, json!({"receipts": [receipt], "delay_seconds": 2, "error": "db down"})).await;
-    assert_eq!(nacked, json!({"nacked": 1, "failed": []}));
+    let (engine, t0) = (&app.state.engine, now_ms());
+    let (leased_now, ..) = leased(engine, queue.id, 0, t0).await;
+    let receipt = receipt_of(queue.id, &leased_now[0], t0 + 30_000);
+    let nacked = engine.nack(queue.id, std::slice::from_ref(&receipt), 2000, "db down", t0).await.unwrap();
+    assert_eq!(nacked, vec![NackResult::Returned]);
     // Released: the receipt cannot ack any more, and the message is delayed, not in flight.
-    assert_eq!(app.ack(&queue, &[&receipt]).await["failed"][0]["error"], "lease_lost");
+    assert_eq!(engine.ack(queue.id, &[receipt], t0 + 1).await.unwrap(), vec![false]);
     let depth = app.stats(&queue).await["depth"].clone();
     assert_eq!(depth, json!({"ready": 0, "in_flight": 0, "delayed": 1, "total": 1}));
-    let start = Instant::now();
-    let again = app.consume(&queue, json!({"max_wait_seconds": 5})).await;
-    let waited = start.elapsed();
+    // Not before its delay; a poll that finds nothing is told when to look again.
+    let (early, _, next_due_ms) = leased(engine, queue.id, 0, t0 + 1999).await;
+    assert!(early.is_empty());
+    assert_eq!(next_due_ms, Some(t0 + 2000));
+    let (again, ..) = leased(engine, queue.id, 0, t0 + 2000).await;
     assert_eq!(again.len(), 1);
-    assert_eq!(again[0]["attempts"], 2);
-    assert!(waited >= Duration::from_millis(1800) && waited <= Duration::from_millis(3000), "{waited:?}");
+    assert_eq!(again[0].attempts, 2);
     // A nack without delay makes it available at once.
-    app.nack(&queue, json!({"receipts": [text(&again[0], "receipt")]})).await;
-    let third = app.consume(&queue, json!({})).await;
-    assert_eq!(third[0]["attempts"], 3);
+    let receipt = receipt_of(queue.id, &again[0], t0 + 32_000);
+    engine.nack(queue.id, &[receipt], 0, "", t0 + 2001).await.unwrap();
+    let (third, ..) = leased(engine, queue.id, 0, t0 + 2001).await;
+    assert_eq!(third[0].attempts, 3);
 }
 
 #[tokio::test]
@@ -84,11 +112,12 @@ async fn consume_visibility_defaults_to_the_queue_setting() {
     let app = spawn_app().await;
     let queue = app.queue_with(|m| m.visibility_ms = 1000).await;
     app.publish_text(&queue, "short lease").await;
-    assert_eq!(app.consume(&queue, json!({})).await.len(), 1);
-    assert!(app.consume(&queue, json!({})).await.is_empty());
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    let again = app.consume(&queue, json!({})).await;
-    assert_eq!(again[0]["attempts"], 2);
+    let (engine, t0) = (&app.state.engine, now_ms());
+    let (first, lease_ms, _) = leased(engine, queue.id, 0, t0).await;
+    assert_eq!((first.len(), lease_ms), (1, 1000));
+    assert!(leased(engine, queue.id, 0, t0 + 999).await.0.is_empty());
+    let (again, ..) = leased(engine, queue.id, 0, t0 + 1001).await;
+    assert_eq!(again[0].attempts, 2);
 }
 
 #[tokio::test]

@@ -2,11 +2,10 @@
 //! draw on one budget per token and class, and a refused request changes nothing.
 
 use crate::helpers::{TestApp, TestQueue, spawn_app, spawn_app_in};
-use aqs_core::error::ApiError;
 use aqs_core::projection::TokenRecord;
 use aqs_core::time::now_ms;
 use aqs_core::token::{Scope, TokenSecret};
-use aqs_engine::{Charge, Class, NewMessage, PublishOutcome};
+use aqs_engine::{Charge, Class, NewMessage, PublishOutcome, StorageError};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -174,7 +173,7 @@ async fn slices_held_by_two_replicas_never_pass_the_budget() {
         let engine = app.state.engine.charged(Charge::new(queue.id, token, Class::Messages, now));
         match engine.publish(queue.id, std::slice::from_ref(&message), now).await {
             Ok(PublishOutcome::Stored(_)) => admitted += 1,
-            Err(ApiError::RateLimited { .. }) => refused += 1,
+            Err(StorageError::RateLimited { .. }) => refused += 1,
             other => panic!("turn {turn}: {other:?}"),
         }
     }

@@ -43,9 +43,10 @@ pub fn with_random_suffix(base: &str) -> String {
     format!("{base}-{suffix}")
 }
 
-/// A queue slug, checked once where it enters (a path segment: `ApiPath<Slug>` in the API, the
-/// console's `PagePath<Slug>`): a segment that could not be a slug we made is a 404 without a query,
-/// and every service function takes a `&Slug`, so none checks again.
+/// A queue slug, checked once where it enters (a path segment: `ApiPath<Slug>` in the management
+/// API, the queue routes' `{slug}` in the data plane, the console's `PagePath<Slug>`): a segment
+/// that could not be a slug we made is a 404 without a query, and every service function takes a
+/// `&Slug`, so none checks again.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Slug(String);
 
@@ -55,7 +56,7 @@ impl Slug {
     }
 
     /// A slug read back from PostgreSQL: made by [`derive`] or [`with_random_suffix`], so valid.
-    pub(crate) fn stored(text: String) -> Self {
+    pub fn stored(text: String) -> Self {
         debug_assert!(is_valid(&text), "{text:?}");
         Self(text)
     }
