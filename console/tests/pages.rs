@@ -14,6 +14,7 @@ mod pages {
     #[path = "../../../control-plane/tests/api/fake_stripe.rs"]
     mod fake_stripe;
     mod hosts;
+    mod message_lookup;
     mod messages;
     mod overview;
     mod push;

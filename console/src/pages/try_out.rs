@@ -20,7 +20,7 @@ use aqs_core::ids::QueueId;
 use aqs_core::limits;
 use aqs_core::receipt::{AckHint, Receipt, expiry_ms};
 use aqs_core::time::now_ms;
-use aqs_engine::{ConsumeOutcome, MessageRef, NackResult, NewMessage, PublishOutcome};
+use aqs_engine::{ConsumeOutcome, MessageKey, MessageRef, NackResult, NewMessage, PublishOutcome};
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
@@ -138,13 +138,23 @@ pub(crate) async fn send(
         }
     };
     let act = async {
-        let text = match state.engine().publish(queue.id, std::slice::from_ref(&message), now_ms()).await {
+        let list = format!("/queues/{slug}/messages");
+        let (location, text) = match state.engine().publish(queue.id, std::slice::from_ref(&message), now_ms()).await {
+            // The sent message's own page, which shows its id; the list if it is already gone.
             Ok(PublishOutcome::Stored(published)) => match published.first() {
-                Some(p) if message.delay_ms > 0 => {
-                    format!("Sent message {}; it is delayed until {}.", p.id, format::instant(p.available_at_ms).human)
+                Some(p) if message.delay_ms > 0 => (
+                    super::messages::detail_href(&slug.to_string(), &MessageRef::Delayed(p.id.clone())),
+                    format!("Sent message {}; it is delayed until {}.", p.id, format::instant(p.available_at_ms).human),
+                ),
+                Some(p) => {
+                    let found = state.engine().find_message(queue.id, MessageKey::Id(&p.id), now_ms()).await;
+                    let location = match found {
+                        Ok(Some(m)) => super::messages::detail_href(&slug.to_string(), &m.reference()),
+                        _ => list,
+                    };
+                    (location, format!("Sent message {}.", p.id))
                 }
-                Some(p) => format!("Sent message {}.", p.id),
-                None => "Sent.".to_owned(),
+                None => (list, "Sent.".to_owned()),
             },
             // Nothing was stored: the same form may be sent again once the queue allows it.
             Ok(refused) => {
@@ -158,7 +168,7 @@ pub(crate) async fn send(
             }
             Err(err) => return Ok(Outcome::refused(err)),
         };
-        Ok(Outcome::flash(format!("/queues/{slug}/messages"), text))
+        Ok(Outcome::flash(location, text))
     };
     form::run(&state, &member, &form, act).await
 }
