@@ -21,6 +21,7 @@ mod pages {
     mod push_deliveries;
     mod queues;
     mod resubmit;
+    mod send_size;
     mod settings;
     mod support;
     mod tenancy;

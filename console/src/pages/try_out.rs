@@ -71,7 +71,14 @@ fn new_message(form: &FormData, payload_limit: u64) -> Result<NewMessage, FieldE
     let mut errors = FieldErrors::default();
     let body = form.get("body").as_bytes().to_vec();
     if body.len() as u64 > payload_limit {
-        errors.add("body", format!("the body is {} bytes; this queue accepts up to {payload_limit}", body.len()));
+        errors.add(
+            "body",
+            format!(
+                "the body is {}; this queue accepts up to {} (a larger payload size is in Settings)",
+                format::bytes(body.len() as u64),
+                format::bytes(payload_limit)
+            ),
+        );
     }
     let content_type = form.get("content_type").trim().to_owned();
     if content_type.is_empty() || content_type.len() > limits::CONTENT_TYPE_MAX_LEN {
@@ -118,24 +125,22 @@ pub(crate) async fn send(
     form: FormData,
 ) -> PageResult<Response> {
     let queue = load_queue(&state, &member, &slug).await?;
+    // The form again as typed, with its errors: nothing typed is lost to a refusal.
+    let again = |errors: FieldErrors| SendPage {
+        chrome: member.chrome(format!("Send a message · {}", queue.name)),
+        nav: QueueNav::new(&queue, Tab::Messages),
+        form_id: form.get(once::FIELD).to_owned(),
+        body: form.get("body").to_owned(),
+        content_type: form.get("content_type").to_owned(),
+        attributes: form.get("attributes").to_owned(),
+        group_id: form.get("group_id").to_owned(),
+        delay_seconds: form.get("delay_seconds").to_owned(),
+        errors,
+        payload_limit: format::bytes(queue.payload_size),
+    };
     let message = match new_message(&form, queue.payload_size) {
         Ok(message) => message,
-        Err(errors) => {
-            let nav = QueueNav::new(&queue, Tab::Messages);
-            let page = SendPage {
-                chrome: member.chrome(format!("Send a message · {}", queue.name)),
-                nav,
-                form_id: form.get(once::FIELD).to_owned(),
-                body: form.get("body").to_owned(),
-                content_type: form.get("content_type").to_owned(),
-                attributes: form.get("attributes").to_owned(),
-                group_id: form.get("group_id").to_owned(),
-                delay_seconds: form.get("delay_seconds").to_owned(),
-                errors,
-                payload_limit: format::bytes(queue.payload_size),
-            };
-            return Ok((INVALID, page).into_response());
-        }
+        Err(errors) => return Ok((INVALID, again(errors)).into_response()),
     };
     let act = async {
         let list = format!("/queues/{slug}/messages");
@@ -158,13 +163,16 @@ pub(crate) async fn send(
             },
             // Nothing was stored: the same form may be sent again once the queue allows it.
             Ok(refused) => {
-                let why = match refused {
-                    PublishOutcome::Paused => "The queue is paused: resume it to send.",
-                    PublishOutcome::StorageFull => "The queue's storage limit is reached: nothing was sent.",
-                    PublishOutcome::TooLarge { .. } => "The body is larger than this queue accepts.",
-                    _ => "The queue refused the message.",
+                let mut errors = FieldErrors::default();
+                match refused {
+                    PublishOutcome::Paused => errors.set_form("The queue is paused: resume it to send."),
+                    PublishOutcome::StorageFull => {
+                        errors.set_form("The queue's storage limit is reached: nothing was sent.")
+                    }
+                    PublishOutcome::TooLarge { .. } => errors.add("body", "the body is larger than this queue accepts"),
+                    _ => errors.set_form("The queue refused the message."),
                 };
-                return Ok(Outcome::refused(ConsoleError::BadRequest(why.into())));
+                return Ok(Outcome::invalid(Ok(again(errors))));
             }
             Err(err) => return Ok(Outcome::refused(err)),
         };
