@@ -17,6 +17,7 @@
 mod assets;
 mod body;
 mod chart;
+mod checks;
 mod cookies;
 mod csrf;
 mod error;
@@ -95,10 +96,7 @@ pub fn router(config: &Config, control: ControlPlane, engine: impl Into<Engine>)
         .route("/hosts/{id}/remove", get(pages::confirmations::remove_host).post(pages::hosts::remove_host))
         .route("/hosts/domains", post(pages::hosts::add_domain))
         .route("/hosts/domains/{id}/verify", post(pages::hosts::verify_domain))
-        .route(
-            "/hosts/domains/{id}/remove",
-            get(pages::confirmations::remove_domain).post(pages::hosts::remove_domain),
-        )
+        .route("/hosts/domains/{id}/remove", get(pages::confirmations::remove_domain).post(pages::hosts::remove_domain))
         .route("/admin/hosts", get(pages::admin_hosts::show))
         .route("/admin/hosts/{id}/check", post(pages::admin_hosts::check))
         .route("/billing", get(pages::billing::show))

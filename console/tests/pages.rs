@@ -10,6 +10,7 @@ mod pages {
     mod callback_urls;
     mod csrf;
     mod dead_letters;
+    mod every_error;
     #[allow(dead_code)]
     #[path = "../../../control-plane/tests/api/fake_stripe.rs"]
     mod fake_stripe;

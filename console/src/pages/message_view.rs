@@ -84,12 +84,8 @@ pub(crate) async fn show(
     Query(query): Query<MessageQuery>,
 ) -> PageResult<axum::response::Response> {
     let reference = match (&query.entry, &query.delayed, query.id.as_deref().or(query.find.as_deref())) {
-        (Some(sid), None, None) => {
-            MessageRef::Stream(StreamId::parse(sid).ok_or(ConsoleError::NotFound)?.to_string())
-        }
-        (None, Some(id), None) => {
-            MessageRef::Delayed(MessageId::parse(id).ok_or(ConsoleError::NotFound)?.to_string())
-        }
+        (Some(sid), None, None) => MessageRef::Stream(StreamId::parse(sid).ok_or(ConsoleError::NotFound)?.to_string()),
+        (None, Some(id), None) => MessageRef::Delayed(MessageId::parse(id).ok_or(ConsoleError::NotFound)?.to_string()),
         (None, None, Some(text)) => return find(&state, &member, &slug, text.trim()).await,
         _ => return Err(ConsoleError::NotFound),
     };

@@ -164,7 +164,9 @@ async fn turning_push_on_shows_the_secret_once_and_rotation_shows_a_new_one(db: 
     assert_ne!(new_secret, secret);
     let page = ada.get("/queues/jobs/push").await;
     page.assert_lacks(&new_secret);
-    page.assert_contains("id=\"previous-secret\">The secret replaced by the last rotation keeps signing requests too; it stops <time");
+    page.assert_contains(
+        "id=\"previous-secret\">The secret replaced by the last rotation keeps signing requests too; it stops <time",
+    );
 }
 
 #[sqlx::test(migrations = "../migrations")]
