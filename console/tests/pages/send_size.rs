@@ -41,4 +41,12 @@ async fn a_body_up_to_the_payload_size_is_sent_and_a_larger_one_is_kept_with_its
     refused.assert_contains("value=\"g-7\"");
     refused.assert_contains("id=\"send-heading\"");
     assert_eq!(app.engine.stats(queue.id, now_ms()).await.unwrap().unwrap().ready, 1, "nothing more sent");
+
+    // A form over any limit is refused on a page that keeps the account menu.
+    let huge = "z".repeat(70 * 1024);
+    let page = ada.post("/queues/jobs/tokens", &[("name", &huge)]).await;
+    assert_eq!(page.status, 400);
+    page.assert_contains("The form is too large.");
+    page.assert_contains("<nav class=\"account\"");
+    page.assert_contains("href=\"/account\"");
 }
