@@ -25,6 +25,7 @@ use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
 use std::time::Duration;
 
 /// The longest nack error kept (the API keeps 1 KiB too).
@@ -41,6 +42,8 @@ struct SendPage {
     attributes: String,
     group_id: String,
     delay_seconds: String,
+    /// The body field holds base64 (a binary body), not the text to send.
+    base64: bool,
     errors: FieldErrors,
     payload_limit: String,
 }
@@ -61,6 +64,7 @@ pub(crate) async fn send_form(
         attributes: String::new(),
         group_id: String::new(),
         delay_seconds: "0".into(),
+        base64: false,
         errors: FieldErrors::default(),
         payload_limit: format::bytes(queue.payload_size),
     })
@@ -69,7 +73,16 @@ pub(crate) async fn send_form(
 /// Checks the form as the API checks a publish; every field's problem at once.
 fn new_message(form: &FormData, payload_limit: u64) -> Result<NewMessage, FieldErrors> {
     let mut errors = FieldErrors::default();
-    let body = form.get("body").as_bytes().to_vec();
+    // A binary body is typed (or pasted) as base64, as the message page shows one.
+    let body = if form.get("body_encoding") == "base64" {
+        let text: String = form.get("body").split_whitespace().collect();
+        base64::engine::general_purpose::STANDARD.decode(text).unwrap_or_else(|_| {
+            errors.add("body", "this is not base64; untick “The body is base64” to send the text as typed");
+            Vec::new()
+        })
+    } else {
+        form.get("body").as_bytes().to_vec()
+    };
     if body.len() as u64 > payload_limit {
         errors.add(
             "body",
@@ -135,6 +148,7 @@ pub(crate) async fn send(
         attributes: form.get("attributes").to_owned(),
         group_id: form.get("group_id").to_owned(),
         delay_seconds: form.get("delay_seconds").to_owned(),
+        base64: form.get("body_encoding") == "base64",
         errors,
         payload_limit: format::bytes(queue.payload_size),
     };

@@ -49,4 +49,37 @@ async fn a_body_up_to_the_payload_size_is_sent_and_a_larger_one_is_kept_with_its
     page.assert_contains("The form is too large.");
     page.assert_contains("<nav class=\"account\"");
     page.assert_contains("href=\"/account\"");
+
+    // A binary body, typed as base64: the bytes it decodes to are sent; bad base64 is kept.
+    let form_id = ada.get("/queues/jobs/messages/send").await.input_value("form_id").unwrap();
+    let bad = ada
+        .post(
+            "/queues/jobs/messages/send",
+            &[
+                ("body", "not base64!"),
+                ("body_encoding", "base64"),
+                ("content_type", "application/octet-stream"),
+                ("form_id", &form_id),
+            ],
+        )
+        .await;
+    assert_eq!(bad.status, 422);
+    bad.assert_contains("id=\"body-error\">This is not base64");
+    bad.assert_contains(">not base64!</textarea>");
+    bad.assert_contains("value=\"base64\" id=\"body-base64\" checked");
+    let sent = ada
+        .post(
+            "/queues/jobs/messages/send",
+            &[
+                ("body", "/wA=\n"),
+                ("body_encoding", "base64"),
+                ("content_type", "application/octet-stream"),
+                ("form_id", &form_id),
+            ],
+        )
+        .await;
+    assert_eq!(sent.status, 303, "{}", sent.body);
+    let page = ada.follow(sent).await;
+    page.assert_contains("Not UTF-8 text: shown as base64.");
+    page.assert_contains("<code>/wA=</code>");
 }
