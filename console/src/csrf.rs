@@ -14,8 +14,18 @@ use axum::response::{IntoResponse, Response};
 
 /// The form field that carries the token.
 pub(crate) const FIELD: &str = "csrf";
-/// No console form comes near this; anything larger is not one of ours.
+/// No console form comes near this; anything larger is not one of ours...
 pub(crate) const BODY_LIMIT: usize = 64 * 1024;
+/// ...but the send form, whose body may be as large as the largest payload size a queue can have.
+/// Form encoding writes a byte as up to three ("%7B"), plus the other fields; the queue's own size
+/// is then checked beside the field.
+const SEND_BODY_LIMIT: usize = 3 * PAYLOAD_SIZE_MAX as usize + BODY_LIMIT;
+const PAYLOAD_SIZE_MAX: u64 = aqs_core::limits::PAYLOAD_SIZES[aqs_core::limits::PAYLOAD_SIZES.len() - 1];
+
+/// The largest form body accepted at `path`.
+pub(crate) fn body_limit(path: &str) -> usize {
+    if path.ends_with("/messages/send") { SEND_BODY_LIMIT } else { BODY_LIMIT }
+}
 const PURPOSE: &str = "csrf";
 
 /// What a token is bound to: the session cookie when there is one, else the anonymous id.
@@ -34,10 +44,14 @@ pub(crate) async fn guard(State(state): State<ConsoleState>, request: Request, n
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, BODY_LIMIT).await else {
+    let cookies = Cookies::from_headers(&parts.headers);
+    // Without a binding no token can be valid: refused before a (possibly large) body is read.
+    if binding(&cookies).is_none() {
+        return ConsoleError::Csrf.into_response();
+    }
+    let Ok(bytes) = axum::body::to_bytes(body, body_limit(parts.uri.path())).await else {
         return ConsoleError::BadRequest("The form is too large.".into()).into_response();
     };
-    let cookies = Cookies::from_headers(&parts.headers);
     let submitted = form_urlencoded::parse(&bytes).find(|(name, _)| name == FIELD).map(|(_, value)| value);
     let valid = match (binding(&cookies), submitted) {
         (Some(binding), Some(token)) => state.signer().verify(PURPOSE, binding.as_bytes(), &token),

@@ -1,7 +1,7 @@
 //! `ConsoleError`: what can go wrong on a console page, rendered once as an HTML error page (or,
 //! for a logged-out visitor, a redirect to log in). Server faults are logged here and shown as an
 //! opaque message; the control plane's error text is shown only for client mistakes. The 404 page
-//! of a logged-in member keeps the account menu ([`not_found_with_menu`]).
+//! and the refused-form pages of a logged-in member keep the account menu ([`error_pages_with_menu`]).
 
 use crate::flash;
 use crate::layout::Chrome;
@@ -102,10 +102,10 @@ impl IntoResponse for ConsoleError {
                 )
             }
         };
-        let page = ErrorPage { chrome: Chrome::bare(heading), heading, message };
+        let page = ErrorPage { chrome: Chrome::bare(heading), heading, message: message.clone() };
         let mut response = (status, page).into_response();
-        if status == StatusCode::NOT_FOUND {
-            response.extensions_mut().insert(NotFoundPage);
+        if matches!(status, StatusCode::NOT_FOUND | StatusCode::BAD_REQUEST | StatusCode::FORBIDDEN) {
+            response.extensions_mut().insert(PageWithoutMenu { heading, message });
         }
         if status == StatusCode::SERVICE_UNAVAILABLE {
             // As on the APIs: a browser or a script may come back after this many seconds.
@@ -115,13 +115,18 @@ impl IntoResponse for ConsoleError {
     }
 }
 
-/// Marks the 404 page, so that [`not_found_with_menu`] can render it again for a member.
-#[derive(Clone, Copy)]
-struct NotFoundPage;
+/// Marks an error page a member may land on (404, a refused form, an expired form), so that
+/// [`error_pages_with_menu`] can render it again with the account menu.
+#[derive(Clone)]
+struct PageWithoutMenu {
+    heading: &'static str,
+    message: String,
+}
 
-/// Layer on the pages: the 404 page, rendered without knowing who asked, is rendered again with
-/// the account menu when the request carries a live session. Only 404s pay for the lookup.
-pub(crate) async fn not_found_with_menu(
+/// Layer on the pages: an error page, rendered without knowing who asked, is rendered again with
+/// the account menu when the request carries a live session, so a member is never left without
+/// navigation. Only those error pages pay for the lookup.
+pub(crate) async fn error_pages_with_menu(
     axum::extract::State(state): axum::extract::State<crate::state::ConsoleState>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
@@ -129,15 +134,14 @@ pub(crate) async fn not_found_with_menu(
     let cookies = crate::cookies::Cookies::from_headers(request.headers());
     let session = cookies.get(crate::cookies::SESSION).map(str::to_owned);
     let response = next.run(request).await;
-    let (Some(session), Some(_)) = (session, response.extensions().get::<NotFoundPage>()) else {
+    let (Some(session), Some(page)) = (session, response.extensions().get::<PageWithoutMenu>().cloned()) else {
         return response;
     };
     let Ok(member) = aqs_control_plane::auth::verify_session(state.control(), &session).await else {
         return response;
     };
-    let heading = "Not found";
-    let mut chrome = Chrome::new(heading, Some(member.email.clone()), crate::csrf::token(&state, &session), None);
+    let mut chrome = Chrome::new(page.heading, Some(member.email.clone()), crate::csrf::token(&state, &session), None);
     chrome.operator = aqs_control_plane::AuthOperator::from_member(member).is_some();
-    let page = ErrorPage { chrome, heading, message: "There is nothing here, or it is not yours to see.".to_owned() };
-    (StatusCode::NOT_FOUND, page).into_response()
+    let status = response.status();
+    (status, ErrorPage { chrome, heading: page.heading, message: page.message }).into_response()
 }

@@ -133,7 +133,8 @@ impl FromRequest<ConsoleState> for FormData {
     type Rejection = ConsoleError;
 
     async fn from_request(request: Request, _state: &ConsoleState) -> Result<Self, Self::Rejection> {
-        let bytes = axum::body::to_bytes(request.into_body(), csrf::BODY_LIMIT)
+        let limit = csrf::body_limit(request.uri().path());
+        let bytes = axum::body::to_bytes(request.into_body(), limit)
             .await
             .map_err(|_| ConsoleError::BadRequest("The form is too large.".into()))?;
         Ok(Self(form_urlencoded::parse(&bytes).into_owned().collect()))

@@ -17,6 +17,7 @@
 mod assets;
 mod body;
 mod chart;
+mod checks;
 mod cookies;
 mod csrf;
 mod error;
@@ -53,7 +54,7 @@ pub fn router(config: &Config, control: ControlPlane, engine: impl Into<Engine>)
         .route("/signup", get(pages::auth::signup_form).post(pages::auth::signup))
         .route("/login", get(pages::auth::login_form).post(pages::auth::login))
         .route("/logout", post(pages::auth::logout))
-        .route("/logout-all", post(pages::auth::logout_all))
+        .route("/logout-all", get(pages::confirmations::logout_all).post(pages::auth::logout_all))
         .route("/account", get(pages::account::show))
         .route("/account/password", post(pages::account::change_password))
         .route("/account/sessions/{id}/end", post(pages::account::end_session))
@@ -92,10 +93,10 @@ pub fn router(config: &Config, control: ControlPlane, engine: impl Into<Engine>)
         )
         .route("/hosts", get(pages::hosts::show).post(pages::hosts::add_host))
         .route("/hosts/{id}/check", post(pages::hosts::check_host))
-        .route("/hosts/{id}/remove", post(pages::hosts::remove_host))
+        .route("/hosts/{id}/remove", get(pages::confirmations::remove_host).post(pages::hosts::remove_host))
         .route("/hosts/domains", post(pages::hosts::add_domain))
         .route("/hosts/domains/{id}/verify", post(pages::hosts::verify_domain))
-        .route("/hosts/domains/{id}/remove", post(pages::hosts::remove_domain))
+        .route("/hosts/domains/{id}/remove", get(pages::confirmations::remove_domain).post(pages::hosts::remove_domain))
         .route("/admin/hosts", get(pages::admin_hosts::show))
         .route("/admin/hosts/{id}/check", post(pages::admin_hosts::check))
         .route("/billing", get(pages::billing::show))
@@ -104,8 +105,9 @@ pub fn router(config: &Config, control: ControlPlane, engine: impl Into<Engine>)
         .route("/billing/budget", post(pages::billing::budget))
         .route("/admin/billing", get(pages::billing_admin::show))
         .route("/static/{file}", get(assets::serve))
-        .layer(middleware::from_fn_with_state(state.clone(), error::not_found_with_menu))
         .layer(middleware::from_fn_with_state(state.clone(), csrf::guard))
+        // Outside the guard, so its refusals (an expired or oversized form) keep the menu too.
+        .layer(middleware::from_fn_with_state(state.clone(), error::error_pages_with_menu))
         .layer(middleware::from_fn_with_state(state.clone(), error::require_database))
         .layer(middleware::from_fn_with_state(state.clone(), headers::page_headers))
         .with_state(state)

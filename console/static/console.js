@@ -4,7 +4,9 @@
 // - [data-refresh]: the Overview's live figures (and its chart) fetched again every few seconds, in
 //   place, keeping an opened "Numbers per day" open;
 // - time[datetime]: the exact UTC time the server wrote becomes "5 min ago", the exact time kept
-//   as the hover title (without this script the exact UTC time is what shows).
+//   as the hover title (without this script the exact UTC time is what shows). A preposition
+//   that only fits the exact time ("at", "since") is written inside the element as
+//   .when-word, so it goes with it: "Due again at 09:30 UTC" becomes "Due again in 14 minutes".
 "use strict";
 
 const relative = (root) => {
@@ -12,7 +14,10 @@ const relative = (root) => {
   for (const time of root.querySelectorAll("time[datetime]")) {
     const at = Date.parse(time.getAttribute("datetime"));
     if (Number.isNaN(at)) continue;
-    if (!time.dataset.exact) time.dataset.exact = time.textContent;
+    if (!time.dataset.exact) {
+      const word = time.querySelector(".when-word");
+      time.dataset.exact = (word ? time.textContent.slice(word.textContent.length) : time.textContent).trim();
+    }
     time.title = time.dataset.exact;
     const secs = Math.round((at - now) / 1000);
     const abs = Math.abs(secs);

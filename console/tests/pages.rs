@@ -10,16 +10,19 @@ mod pages {
     mod callback_urls;
     mod csrf;
     mod dead_letters;
+    mod every_error;
     #[allow(dead_code)]
     #[path = "../../../control-plane/tests/api/fake_stripe.rs"]
     mod fake_stripe;
     mod hosts;
+    mod message_lookup;
     mod messages;
     mod overview;
     mod push;
     mod push_deliveries;
     mod queues;
     mod resubmit;
+    mod send_size;
     mod settings;
     mod support;
     mod tenancy;

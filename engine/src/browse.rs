@@ -82,6 +82,20 @@ pub struct MessagePage {
     pub next: Option<String>,
 }
 
+/// What a publisher knows of a message, to find it by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MessageKey<'a> {
+    /// The id the publish answered with.
+    Id(&'a str),
+    /// The idempotency key it was published with.
+    IdempotencyKey(&'a str),
+}
+
+/// Stream entries read by one `find` call: a small bite, so Redis is never held long.
+const FIND_CHUNK: u32 = 200;
+/// Stream entries searched at most for one message id (a message id is not indexed in the stream).
+pub const FIND_MAX_SCANNED: u32 = 100_000;
+
 /// Longest cursor accepted: `d`, a due time, `:` and a message id.
 const CURSOR_MAX: usize = 64;
 
@@ -118,6 +132,37 @@ impl Engine {
         let mut inv = self.invocation(&self.scripts.browse, queue);
         inv.arg(now_ms).arg("one").arg(where_).arg(id.as_str());
         Ok(self.browse_reply(&inv).await?.and_then(|(mut messages, _)| messages.pop()))
+    }
+
+    /// One message whole, found by its id or its idempotency key wherever it is (delayed, dead, or
+    /// in the stream, searched newest first, at most [`FIND_MAX_SCANNED`] entries); `Ok(None)` when it
+    /// (or the queue) is not there.
+    pub async fn find_message(
+        &self,
+        queue: QueueId,
+        key: MessageKey<'_>,
+        now_ms: u64,
+    ) -> StorageResult<Option<BrowsedMessage>> {
+        let (kind, value) = match key {
+            MessageKey::Id(id) => ("m", id),
+            MessageKey::IdempotencyKey(key) => ("k", key),
+        };
+        let mut after = String::new();
+        for _ in 0..FIND_MAX_SCANNED / FIND_CHUNK {
+            let mut inv = self.invocation(&self.scripts.browse, queue);
+            inv.arg(now_ms).arg("find").arg(kind).arg(value).arg(after.as_str()).arg(FIND_CHUNK);
+            let Some((mut messages, next)) = self.browse_reply(&inv).await? else {
+                return Ok(None);
+            };
+            if let Some(found) = messages.pop() {
+                return Ok(Some(found));
+            }
+            match next {
+                Some(next) => after = next,
+                None => return Ok(None),
+            }
+        }
+        Ok(None)
     }
 
     async fn browse_reply(

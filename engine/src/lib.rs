@@ -106,7 +106,7 @@ mod wake;
 
 pub use ack::NackResult;
 pub use admin::{PURGE_CHUNK, PeekedMessage};
-pub use browse::{BrowsedMessage, MessagePage, MessageRef, MessageState};
+pub use browse::{BrowsedMessage, FIND_MAX_SCANNED, MessageKey, MessagePage, MessageRef, MessageState};
 pub use consume::{ConsumeOutcome, Delivery};
 pub use dead_letters::{DeadLetter, DeadLetterPage, PREVIEW_BYTES, REASON_FILTER_MAX, Selection};
 pub use error::{StorageError, StorageResult};

@@ -445,6 +445,36 @@ async fn a_member_runs_a_queue_from_the_console() {
         .unwrap();
     browser.screenshot("settings-delete-error").await;
 
+    // At a laptop's width the Messages table keeps each id and content type on one line: the id
+    // shortened (whole in its text and title), and times read as sentences once made relative.
+    // (Delayed: push, now on, would deliver a ready one at once.)
+    let body = json!({"body": "{\"n\":1}", "content_type": "application/json", "delay_seconds": 600});
+    assert_eq!(curl("POST", &format!("{address}/messages"), &secret, &body).0, 201);
+    browser.client.set_window_size(1366, 900).await.unwrap();
+    browser.goto(&format!("{base}/queues/image-jobs/messages")).await;
+    browser.css("#message-list").await;
+    let lines = browser
+        .client
+        .execute(
+            "const id = document.querySelector('#message-list .short-id');
+             const type = document.querySelector('#message-list code.nowrap');
+             const line = parseFloat(getComputedStyle(id).lineHeight) || 20;
+             return [id.getBoundingClientRect().height / line, type.getClientRects().length,
+                     id.textContent.length, document.querySelector('#message-list td[data-label=Time]').innerText];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(lines[0].as_f64().unwrap() < 1.5, "the id spans {} lines", lines[0]);
+    assert_eq!(lines[1].as_u64(), Some(1), "the content type breaks");
+    assert_eq!(lines[2].as_u64(), Some(32), "the whole id is in the text");
+    let time = lines[3].as_str().unwrap();
+    assert!(
+        !["at in", "since in", "until in", "at just", "since just"].iter().any(|bad| time.contains(bad)),
+        "the time reads {time:?}"
+    );
+    browser.screenshot("messages-laptop").await;
+
     // At phone width the pages still read well.
     browser.client.set_window_size(390, 900).await.unwrap();
     browser.goto(&base).await;
@@ -462,7 +492,33 @@ async fn a_member_runs_a_queue_from_the_console() {
         .await
         .unwrap();
     let smallest = smallest.as_f64().unwrap();
-    assert!(smallest >= 11.0, "chart labels render at {smallest}px at 390px wide");
+    let detail = browser
+        .client
+        .execute(
+            "return [...document.querySelectorAll('.chart text.axis')].map((t) => [t.textContent, t.ownerSVGElement.getAttribute('class'), getComputedStyle(t).fontSize, t.getScreenCTM().a, t.ownerSVGElement.getBoundingClientRect().width, getComputedStyle(t.ownerSVGElement).width]);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(smallest >= 11.0, "chart labels render at {smallest}px at 390px wide: {detail}");
+    // Nothing overflows the page sideways (the charts scroll inside their frame), and each chart's
+    // y-axis is in view while the chart opens at today.
+    let layout = browser
+        .client
+        .execute(
+            "return [document.documentElement.scrollWidth,
+                     ...[...document.querySelectorAll('.chart-frame > .y-axis')].map((a) => {
+                       const r = a.getBoundingClientRect();
+                       return r.width > 0 && r.left >= 0 && r.right <= window.innerWidth;
+                     })];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let layout = layout.as_array().unwrap();
+    assert!(layout[0].as_u64().unwrap() <= 390, "the Overview is {}px wide at 390px", layout[0]);
+    assert_eq!(layout.len(), 3, "two charts, each with its y-axis: {layout:?}");
+    assert!(layout[1..].iter().all(|v| v.as_bool() == Some(true)), "a y-axis is off-screen: {layout:?}");
     browser.goto(&format!("{base}/queues/image-jobs/push")).await;
     browser.screenshot("push-phone").await;
     browser.client.set_window_size(1280, 1100).await.unwrap();

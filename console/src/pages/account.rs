@@ -105,7 +105,9 @@ pub(crate) async fn change_password(
             Err(err) => Ok(Outcome::invalid(
                 async {
                     let mut page = page(&state, &member).await?;
-                    page.password_errors = FieldErrors::from_api(err, &["current_password", "new_password"])?;
+                    let mut errors = FieldErrors::from_api(err, &["current_password", "new_password"])?;
+                    crate::checks::password_change(&mut errors, form.get("current_password"), form.get("new_password"));
+                    page.password_errors = errors;
                     Ok::<_, ConsoleError>(page)
                 }
                 .await,

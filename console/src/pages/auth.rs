@@ -113,16 +113,22 @@ pub(crate) async fn signup(State(state): State<ConsoleState>, visitor: Visitor, 
     let email = form.get("email").trim().to_owned();
     let next = form.get("next");
     let credentials = Credentials { email: email.clone(), password: form.get("password").to_owned() };
+    // Every field's problem at once: the control plane names its first, the checks add the rest.
+    let all_problems = |mut errors: FieldErrors| {
+        crate::checks::signup(&mut errors, &email, form.get("password"));
+        errors
+    };
     match auth::signup(state.control(), credentials).await {
         Ok(signed_in) => Ok(signed_in_response(&state, &visitor, &signed_in.session, landing(next), "Welcome to AQS.")),
         Err(ApiError::Conflict(_)) => {
             let mut errors = FieldErrors::default();
             errors.add("email", "an account with this email already exists; log in instead");
+            let errors = all_problems(errors);
             Ok(guest_page(&state, visitor, true, next, email, errors, INVALID).await)
         }
         Err(err @ ApiError::ServiceUnavailable { .. }) => Ok(try_later(&state, visitor, true, next, email, err).await),
         Err(err) => {
-            let errors = FieldErrors::from_api(err, &["email", "password"])?;
+            let errors = all_problems(FieldErrors::from_api(err, &["email", "password"])?);
             Ok(guest_page(&state, visitor, true, next, email, errors, INVALID).await)
         }
     }

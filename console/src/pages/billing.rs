@@ -159,7 +159,10 @@ pub(crate) async fn budget(
                 Ok(_) => Ok(Outcome::flash(PATH, "Budget saved.")),
                 Err(err) => Ok(Outcome::invalid(
                     async {
-                        let errors = FieldErrors::from_api(err, &["monthly_limit_cents", "alert_percent"])?;
+                        let mut errors = FieldErrors::from_api(err, &["monthly_limit_cents", "alert_percent"])?;
+                        // The control plane's error on the cents is the one beside the dollars.
+                        let dollars = errors.get("monthly_limit_cents").is_none().then_some(dollars);
+                        crate::checks::budget(&mut errors, dollars, Some(alert_percent));
                         typed_page(&state, &member, &form, errors).await
                     }
                     .await,
@@ -168,6 +171,7 @@ pub(crate) async fn budget(
         };
         return form::run(&state, &member, &form, act).await;
     }
+    crate::checks::budget(&mut errors, dollars, percent);
     Ok((INVALID, typed_page(&state, &member, &form, errors).await?).into_response())
 }
 

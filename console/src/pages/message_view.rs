@@ -16,7 +16,7 @@ use aqs_control_plane::slug::Slug;
 use aqs_core::ids::MessageId;
 use aqs_core::receipt::StreamId;
 use aqs_core::time::now_ms;
-use aqs_engine::{BrowsedMessage, MessageRef, MessageState};
+use aqs_engine::{BrowsedMessage, MessageKey, MessageRef, MessageState};
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::{Query, State};
@@ -28,6 +28,7 @@ pub(crate) struct Detail {
     pub state: &'static str,
     pub state_class: &'static str,
     pub at_label: &'static str,
+    pub at_word: &'static str,
     pub at: format::Instant,
     pub published: format::Instant,
     pub attempts: u32,
@@ -51,6 +52,8 @@ struct DetailPage {
     nav: QueueNav,
     /// `None`: the message is no longer there.
     message: Option<Detail>,
+    /// What was looked up and not found (a message id or idempotency key).
+    searched: Option<String>,
     /// This page without and with `pretty=1`.
     href: String,
     pretty: bool,
@@ -62,22 +65,63 @@ pub(crate) struct MessageQuery {
     entry: Option<String>,
     delayed: Option<String>,
     id: Option<String>,
+    /// A message id or an idempotency key, from the search box.
+    find: Option<String>,
     pretty: Option<String>,
 }
 
-/// A message of the Messages tab: `?entry=<stream id>` or `?delayed=<message id>`.
+/// The longest idempotency key a publish accepts, so the longest worth looking up.
+const KEY_MAX_CHARS: usize = 256;
+
+/// A message of the Messages tab: `?entry=<stream id>` or `?delayed=<message id>` (the links of
+/// the list), or found wherever it is by what its publisher knows: `?id=<message id>` or
+/// `?find=<message id or idempotency key>` (the search box), answered with a redirect to where it
+/// is, or a 404 page saying it is not there.
 pub(crate) async fn show(
     State(state): State<ConsoleState>,
     member: CurrentMember,
     PagePath(slug): PagePath<Slug>,
     Query(query): Query<MessageQuery>,
 ) -> PageResult<axum::response::Response> {
-    let reference = match (&query.entry, &query.delayed) {
-        (Some(sid), None) => MessageRef::Stream(StreamId::parse(sid).ok_or(ConsoleError::NotFound)?.to_string()),
-        (None, Some(id)) => MessageRef::Delayed(MessageId::parse(id).ok_or(ConsoleError::NotFound)?.to_string()),
+    let reference = match (&query.entry, &query.delayed, query.id.as_deref().or(query.find.as_deref())) {
+        (Some(sid), None, None) => MessageRef::Stream(StreamId::parse(sid).ok_or(ConsoleError::NotFound)?.to_string()),
+        (None, Some(id), None) => MessageRef::Delayed(MessageId::parse(id).ok_or(ConsoleError::NotFound)?.to_string()),
+        (None, None, Some(text)) => return find(&state, &member, &slug, text.trim()).await,
         _ => return Err(ConsoleError::NotFound),
     };
     render(&state, &member, &slug, reference, &query, Tab::Messages).await
+}
+
+/// The message whose id or idempotency key is `text`: a redirect to its page, or the 404 page.
+async fn find(
+    state: &ConsoleState,
+    member: &CurrentMember,
+    slug: &Slug,
+    text: &str,
+) -> PageResult<axum::response::Response> {
+    use axum::response::IntoResponse;
+    let queue = load_queue(state, member, slug).await?;
+    let now = now_ms();
+    let mut found = None;
+    if let Some(id) = MessageId::parse(text) {
+        found = state.engine().find_message(queue.id, MessageKey::Id(&id.to_string()), now).await?;
+    }
+    if found.is_none() && !text.is_empty() && text.chars().count() <= KEY_MAX_CHARS {
+        found = state.engine().find_message(queue.id, MessageKey::IdempotencyKey(text), now).await?;
+    }
+    if let Some(message) = found {
+        return Ok(crate::flash::see_other(&super::messages::detail_href(&slug.to_string(), &message.reference())));
+    }
+    let page = DetailPage {
+        chrome: member.chrome(format!("Message · {}", queue.name)),
+        nav: QueueNav::new(&queue, Tab::Messages),
+        message: None,
+        searched: Some(text.to_owned()),
+        href: String::new(),
+        pretty: false,
+        back: format!("/queues/{slug}/messages"),
+    };
+    Ok((StatusCode::NOT_FOUND, page).into_response())
 }
 
 /// A dead letter: `?id=<message id>`.
@@ -111,8 +155,15 @@ async fn render(
     };
     let nav = QueueNav::new(&queue, tab);
     let status = if message.is_some() { StatusCode::OK } else { StatusCode::NOT_FOUND };
-    let page =
-        DetailPage { chrome: member.chrome(format!("Message · {}", queue.name)), nav, message, href, pretty, back };
+    let page = DetailPage {
+        chrome: member.chrome(format!("Message · {}", queue.name)),
+        nav,
+        message,
+        searched: None,
+        href,
+        pretty,
+        back,
+    };
     Ok((status, page).into_response())
 }
 
@@ -128,6 +179,7 @@ pub(crate) fn detail(m: BrowsedMessage, pretty: bool) -> Detail {
         state: state_text,
         state_class,
         at_label,
+        at_word: super::messages::at_word(m.state),
         at: format::instant(m.at_ms),
         published: format::instant(m.published_at_ms),
         attempts: m.attempts,

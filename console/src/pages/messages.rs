@@ -31,8 +31,11 @@ pub(crate) struct Row {
     pub state: &'static str,
     /// The badge's CSS class: "ready", "in-flight"…
     pub state_class: &'static str,
-    /// "Ready since", "In flight until"…
+    /// "Ready", "Lease ends"…: reads before the exact time with `at_word`, and before a relative
+    /// one ("5 minutes ago", "in 3 minutes") alone.
     pub at_label: &'static str,
+    /// "since", "at".
+    pub at_word: &'static str,
     pub at: format::Instant,
     pub id: String,
     /// The detail page's address.
@@ -44,14 +47,23 @@ pub(crate) struct Row {
     pub preview: String,
 }
 
-/// The state's badge text, its CSS class and what its time means.
+/// The state's badge text, its CSS class and what its time means (a label that reads both before
+/// an exact time and before "in 5 minutes" or "5 minutes ago").
 pub(crate) fn state_words(state: MessageState) -> (&'static str, &'static str, &'static str) {
     match state {
-        MessageState::Ready => ("Ready", "ready", "Ready since"),
-        MessageState::InFlight => ("In flight", "in-flight", "Lease until"),
-        MessageState::Retry => ("Retrying", "retry", "Due again at"),
-        MessageState::Delayed => ("Delayed", "delayed", "Due at"),
-        MessageState::Dead => ("Dead", "dead", "Dead since"),
+        MessageState::Ready => ("Ready", "ready", "Ready"),
+        MessageState::InFlight => ("In flight", "in-flight", "Lease ends"),
+        MessageState::Retry => ("Retrying", "retry", "Due again"),
+        MessageState::Delayed => ("Delayed", "delayed", "Due"),
+        MessageState::Dead => ("Dead", "dead", "Dead"),
+    }
+}
+
+/// The word between a state's label and its exact time: "Ready since 09:00 UTC", "Due at …".
+pub(crate) fn at_word(state: MessageState) -> &'static str {
+    match state {
+        MessageState::Ready | MessageState::Dead => "since",
+        _ => "at",
     }
 }
 
@@ -70,6 +82,7 @@ fn row(slug: &str, m: BrowsedMessage) -> Row {
         state,
         state_class,
         at_label,
+        at_word: at_word(m.state),
         at: format::instant(m.at_ms),
         href: detail_href(slug, &m.reference()),
         attempts: m.attempts,

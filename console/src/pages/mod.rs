@@ -9,6 +9,7 @@ pub(crate) mod auth;
 pub(crate) mod billing;
 pub(crate) mod billing_admin;
 pub(crate) mod callback_urls;
+pub(crate) mod confirmations;
 pub(crate) mod create_queue;
 pub(crate) mod dead_letters;
 pub(crate) mod hosts;

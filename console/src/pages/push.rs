@@ -209,6 +209,12 @@ pub(crate) async fn set(
     let wait_seconds = if batch { optional(&mut errors, "wait_seconds", form.get("wait_seconds")) } else { None };
     let timeout_seconds = optional(&mut errors, "timeout_seconds", form.get("timeout_seconds"));
     let concurrency = optional(&mut errors, "concurrency", form.get("concurrency"));
+    let numbers = [
+        ("messages_per_run", messages_per_run),
+        ("wait_seconds", wait_seconds),
+        ("timeout_seconds", timeout_seconds),
+        ("concurrency", concurrency),
+    ];
     if errors.is_empty() {
         let input = PushInput {
             handler_url: form.get("handler_url").trim().to_owned(),
@@ -229,7 +235,8 @@ pub(crate) async fn set(
                 },
                 Err(err) => Ok(Outcome::invalid(
                     async {
-                        let errors = FieldErrors::from_api(err, &FIELDS)?;
+                        let mut errors = FieldErrors::from_api(err, &FIELDS)?;
+                        crate::checks::push(&mut errors, form.get("handler_url"), numbers);
                         push_page(&state, &member, &queue, Some(TargetForm::typed(&form)), errors).await
                     }
                     .await,
@@ -238,6 +245,7 @@ pub(crate) async fn set(
         };
         return form::run(&state, &member, &form, act).await;
     }
+    crate::checks::push(&mut errors, form.get("handler_url"), numbers);
     let page = push_page(&state, &member, &queue, Some(TargetForm::typed(&form)), errors).await?;
     Ok((INVALID, page).into_response())
 }

@@ -159,7 +159,8 @@ pub(crate) async fn create(
             }
             Err(err) => Ok(Outcome::invalid(
                 async {
-                    let errors = FieldErrors::from_api(err, &["name", "scopes"])?;
+                    let mut errors = FieldErrors::from_api(err, &["name", "scopes"])?;
+                    crate::checks::token(&mut errors, &name, &scopes);
                     tokens_page(&state, &member, &slug, name.clone(), &scopes, errors).await
                 }
                 .await,

@@ -20,11 +20,12 @@ use aqs_core::ids::QueueId;
 use aqs_core::limits;
 use aqs_core::receipt::{AckHint, Receipt, expiry_ms};
 use aqs_core::time::now_ms;
-use aqs_engine::{ConsumeOutcome, MessageRef, NackResult, NewMessage, PublishOutcome};
+use aqs_engine::{ConsumeOutcome, MessageKey, MessageRef, NackResult, NewMessage, PublishOutcome};
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
 use std::time::Duration;
 
 /// The longest nack error kept (the API keeps 1 KiB too).
@@ -41,6 +42,8 @@ struct SendPage {
     attributes: String,
     group_id: String,
     delay_seconds: String,
+    /// The body field holds base64 (a binary body), not the text to send.
+    base64: bool,
     errors: FieldErrors,
     payload_limit: String,
 }
@@ -61,6 +64,7 @@ pub(crate) async fn send_form(
         attributes: String::new(),
         group_id: String::new(),
         delay_seconds: "0".into(),
+        base64: false,
         errors: FieldErrors::default(),
         payload_limit: format::bytes(queue.payload_size),
     })
@@ -69,9 +73,25 @@ pub(crate) async fn send_form(
 /// Checks the form as the API checks a publish; every field's problem at once.
 fn new_message(form: &FormData, payload_limit: u64) -> Result<NewMessage, FieldErrors> {
     let mut errors = FieldErrors::default();
-    let body = form.get("body").as_bytes().to_vec();
+    // A binary body is typed (or pasted) as base64, as the message page shows one.
+    let body = if form.get("body_encoding") == "base64" {
+        let text: String = form.get("body").split_whitespace().collect();
+        base64::engine::general_purpose::STANDARD.decode(text).unwrap_or_else(|_| {
+            errors.add("body", "this is not base64; untick “The body is base64” to send the text as typed");
+            Vec::new()
+        })
+    } else {
+        form.get("body").as_bytes().to_vec()
+    };
     if body.len() as u64 > payload_limit {
-        errors.add("body", format!("the body is {} bytes; this queue accepts up to {payload_limit}", body.len()));
+        errors.add(
+            "body",
+            format!(
+                "the body is {}; this queue accepts up to {} (a larger payload size is in Settings)",
+                format::bytes(body.len() as u64),
+                format::bytes(payload_limit)
+            ),
+        );
     }
     let content_type = form.get("content_type").trim().to_owned();
     if content_type.is_empty() || content_type.len() > limits::CONTENT_TYPE_MAX_LEN {
@@ -118,47 +138,59 @@ pub(crate) async fn send(
     form: FormData,
 ) -> PageResult<Response> {
     let queue = load_queue(&state, &member, &slug).await?;
+    // The form again as typed, with its errors: nothing typed is lost to a refusal.
+    let again = |errors: FieldErrors| SendPage {
+        chrome: member.chrome(format!("Send a message · {}", queue.name)),
+        nav: QueueNav::new(&queue, Tab::Messages),
+        form_id: form.get(once::FIELD).to_owned(),
+        body: form.get("body").to_owned(),
+        content_type: form.get("content_type").to_owned(),
+        attributes: form.get("attributes").to_owned(),
+        group_id: form.get("group_id").to_owned(),
+        delay_seconds: form.get("delay_seconds").to_owned(),
+        base64: form.get("body_encoding") == "base64",
+        errors,
+        payload_limit: format::bytes(queue.payload_size),
+    };
     let message = match new_message(&form, queue.payload_size) {
         Ok(message) => message,
-        Err(errors) => {
-            let nav = QueueNav::new(&queue, Tab::Messages);
-            let page = SendPage {
-                chrome: member.chrome(format!("Send a message · {}", queue.name)),
-                nav,
-                form_id: form.get(once::FIELD).to_owned(),
-                body: form.get("body").to_owned(),
-                content_type: form.get("content_type").to_owned(),
-                attributes: form.get("attributes").to_owned(),
-                group_id: form.get("group_id").to_owned(),
-                delay_seconds: form.get("delay_seconds").to_owned(),
-                errors,
-                payload_limit: format::bytes(queue.payload_size),
-            };
-            return Ok((INVALID, page).into_response());
-        }
+        Err(errors) => return Ok((INVALID, again(errors)).into_response()),
     };
     let act = async {
-        let text = match state.engine().publish(queue.id, std::slice::from_ref(&message), now_ms()).await {
+        let list = format!("/queues/{slug}/messages");
+        let (location, text) = match state.engine().publish(queue.id, std::slice::from_ref(&message), now_ms()).await {
+            // The sent message's own page, which shows its id; the list if it is already gone.
             Ok(PublishOutcome::Stored(published)) => match published.first() {
-                Some(p) if message.delay_ms > 0 => {
-                    format!("Sent message {}; it is delayed until {}.", p.id, format::instant(p.available_at_ms).human)
+                Some(p) if message.delay_ms > 0 => (
+                    super::messages::detail_href(&slug.to_string(), &MessageRef::Delayed(p.id.clone())),
+                    format!("Sent message {}; it is delayed until {}.", p.id, format::instant(p.available_at_ms).human),
+                ),
+                Some(p) => {
+                    let found = state.engine().find_message(queue.id, MessageKey::Id(&p.id), now_ms()).await;
+                    let location = match found {
+                        Ok(Some(m)) => super::messages::detail_href(&slug.to_string(), &m.reference()),
+                        _ => list,
+                    };
+                    (location, format!("Sent message {}.", p.id))
                 }
-                Some(p) => format!("Sent message {}.", p.id),
-                None => "Sent.".to_owned(),
+                None => (list, "Sent.".to_owned()),
             },
             // Nothing was stored: the same form may be sent again once the queue allows it.
             Ok(refused) => {
-                let why = match refused {
-                    PublishOutcome::Paused => "The queue is paused: resume it to send.",
-                    PublishOutcome::StorageFull => "The queue's storage limit is reached: nothing was sent.",
-                    PublishOutcome::TooLarge { .. } => "The body is larger than this queue accepts.",
-                    _ => "The queue refused the message.",
+                let mut errors = FieldErrors::default();
+                match refused {
+                    PublishOutcome::Paused => errors.set_form("The queue is paused: resume it to send."),
+                    PublishOutcome::StorageFull => {
+                        errors.set_form("The queue's storage limit is reached: nothing was sent.")
+                    }
+                    PublishOutcome::TooLarge { .. } => errors.add("body", "the body is larger than this queue accepts"),
+                    _ => errors.set_form("The queue refused the message."),
                 };
-                return Ok(Outcome::refused(ConsoleError::BadRequest(why.into())));
+                return Ok(Outcome::invalid(Ok(again(errors))));
             }
             Err(err) => return Ok(Outcome::refused(err)),
         };
-        Ok(Outcome::flash(format!("/queues/{slug}/messages"), text))
+        Ok(Outcome::flash(location, text))
     };
     form::run(&state, &member, &form, act).await
 }

@@ -153,9 +153,17 @@ async fn log_out_everywhere_ends_the_other_sessions(db: PgPool) {
     assert_eq!(answer.location(), "/");
     assert_eq!(phone.get("/").await.status, 200);
 
+    // A link to a confirmation page, whose form does it: nothing ends on one click.
     let page = laptop.get("/").await;
-    page.assert_contains("action=\"/logout-all\"");
-    let answer = laptop.post("/logout-all", &[]).await;
+    page.assert_contains("href=\"/logout-all\"");
+    page.assert_lacks("action=\"/logout-all\"");
+    let confirm = laptop.get("/logout-all").await;
+    assert_eq!(confirm.status, 200, "{}", confirm.body);
+    confirm.assert_contains("Log out everywhere?");
+    confirm.assert_contains("action=\"/logout-all\"");
+    assert_eq!(phone.get("/").await.status, 200, "asking ends nothing");
+    let form_id = confirm.input_value("form_id").unwrap();
+    let answer = laptop.post("/logout-all", &[("form_id", &form_id)]).await;
     assert_eq!((answer.status, answer.location()), (303, "/login"));
     assert!(answer.set_cookie("aqs_session").unwrap().contains("Max-Age=0"));
     laptop.follow(answer).await.assert_contains("You are logged out everywhere.");

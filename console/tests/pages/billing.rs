@@ -78,6 +78,11 @@ async fn a_member_buys_an_add_on_through_checkout_and_sees_it_billed(db: PgPool)
     let bad = ada.post("/billing/budget", &[("monthly_limit_dollars", "10"), ("alert_percent", "0")]).await;
     assert_eq!(bad.status, 422);
     bad.assert_contains("id=\"alert-percent-error\"");
+    // Both fields' errors at once.
+    let both = ada.post("/billing/budget", &[("monthly_limit_dollars", "99999999999"), ("alert_percent", "0")]).await;
+    assert_eq!(both.status, 422);
+    both.assert_contains("id=\"monthly-limit-error\"");
+    both.assert_contains("id=\"alert-percent-error\"");
 
     let mut operator = Visitor::new(&app);
     operator.sign_up(OPERATOR).await;

@@ -165,7 +165,16 @@ async fn add_and_verify_a_domain_then_add_check_and_remove_a_host(db: PgPool) {
     let host_id = &page.body[page.body[..check_at].rfind("/hosts/").unwrap() + 7..check_at];
     let checked = ada.post(&format!("/hosts/{host_id}/check"), &[]).await;
     ada.follow(checked).await.assert_contains("Checking queue.example.test now");
-    let removed = ada.post(&format!("/hosts/{host_id}/remove"), &[]).await;
+    // Remove is a link to a confirmation page; only its form removes.
+    page.assert_contains(&format!("href=\"/hosts/{host_id}/remove\""));
+    page.assert_lacks(&format!("action=\"/hosts/{host_id}/remove\""));
+    let confirm = ada.get(&format!("/hosts/{host_id}/remove")).await;
+    assert_eq!(confirm.status, 200, "{}", confirm.body);
+    confirm.assert_contains("Remove the host queue.example.test?");
+    confirm.assert_contains(&format!("action=\"/hosts/{host_id}/remove\""));
+    ada.get("/hosts").await.assert_contains("queue.example.test");
+    let form_id = confirm.input_value("form_id").unwrap();
+    let removed = ada.post(&format!("/hosts/{host_id}/remove"), &[("form_id", &form_id)]).await;
     let page = ada.follow(removed).await;
     page.assert_contains("Removed queue.example.test");
     page.assert_contains("id=\"no-hosts\"");

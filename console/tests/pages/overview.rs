@@ -61,7 +61,8 @@ async fn messages_tab_lists_bodies_as_sent(db: PgPool) {
     // Keys in the order they were sent, never re-sorted.
     page.assert_contains("<code>{&#34;type&#34;:&#34;resize&#34;,&#34;key&#34;:&#34;avatars/42.png&#34;}</code>");
     page.assert_contains("plain &#60;b&#62;text&#60;/b&#62;");
-    page.assert_contains("<code>application/json</code>");
+    // Kept on one line in the table.
+    page.assert_contains("<code class=\"nowrap\">application/json</code>");
     page.assert_contains("<td data-label=\"Attempts\" class=\"num\">0</td>");
     let peeked = app.engine.peek(queue.id, 10, aqs_core::time::now_ms()).await.unwrap().unwrap();
     page.assert_contains(&peeked[0].id);

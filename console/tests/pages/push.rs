@@ -157,13 +157,16 @@ async fn turning_push_on_shows_the_secret_once_and_rotation_shows_a_new_one(db: 
     let rotated = ada.follow(answer).await;
     assert_eq!(rotated.status, 200, "{}", rotated.body);
     rotated.assert_contains("<h2>New signing secret</h2>");
-    rotated.assert_contains("The old secret keeps signing alongside it until");
+    rotated.assert_contains("The old secret keeps signing alongside it for 24 hours; it stops <time");
+    rotated.assert_contains("<span class=\"when-word\">at </span>");
     let new_secret = rotated.signing_secret().expect("the new secret");
     assert!(new_secret.starts_with("whsec_"));
     assert_ne!(new_secret, secret);
     let page = ada.get("/queues/jobs/push").await;
     page.assert_lacks(&new_secret);
-    page.assert_contains("id=\"previous-secret\">The secret replaced by the last rotation also signs until");
+    page.assert_contains(
+        "id=\"previous-secret\">The secret replaced by the last rotation keeps signing requests too; it stops <time",
+    );
 }
 
 #[sqlx::test(migrations = "../migrations")]

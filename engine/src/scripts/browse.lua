@@ -5,7 +5,13 @@
 -- ARGV: now_ms, 'page', limit, preview bytes, cursor ('' = from the start, 's<stream id>' = the
 --       stream after that entry, 'd<due ms>:<message id>' = the delayed messages after that one)
 --   or  now_ms, 'one', where ('s' stream, 'd' delayed, 'x' dead letter), stream id or message id.
--- Returns {'ok', next cursor ('' when nothing follows), then per message 13 values: state, at ms,
+--   or  now_ms, 'find', 'm' (a message id) or 'k' (an idempotency key), the id or key, stream
+--       cursor ('' = first call: also looks in the delayed messages and the dead letters), chunk:
+--       one message by what its publisher knows of it. Message ids are not indexed in the stream,
+--       so each call reads at most `chunk` stream entries before the cursor, newest first; a key resolves through
+--       its idempotency record to its message id, and only while its message is stored.
+-- Returns {'ok', next cursor ('' when nothing follows; for 'find', the stream entry to search
+--          before when this chunk did not hold it), then per message 13 values: state, at ms,
 --          stream id ('' unless in the stream), message id, body (the first preview bytes on a
 --          page, whole for 'one'), body bytes, content type, attributes, group id or '',
 --          published ms, deliveries so far, reason ('' unless dead), idempotency key or ''}
@@ -65,6 +71,43 @@ if mode == 'one' then
     local e = dsid and entry(K_DLQ, dsid)
     if e then add('dead', e.da, '', e, e.at, e.r) end
   end
+  return out
+end
+
+if mode == 'find' then
+  local kind, mid, from, chunk = ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
+  if kind == 'k' then
+    -- +inf in idem_ix: the key's message is still stored (ack and purge give it an expiry).
+    if redis.call('ZSCORE', K_IDEM_IX, mid) ~= 'inf' then return out end
+    mid = string.match(redis.call('GET', K_IDEM .. mid) or '', '^(%x+):')
+    if not mid then return out end
+  end
+  if from == '' then
+    local due = redis.call('ZSCORE', K_DELAYED, mid)
+    local e = due and delayed_record(mid)
+    if e then add('delayed', due, '', e, e.n); return out end
+    local dsid = redis.call('HGET', K_DLQ_IX, mid)
+    e = dsid and entry(K_DLQ, dsid)
+    if e then add('dead', e.da, '', e, e.at, e.r); return out end
+  end
+  if redis.call('EXISTS', K_STREAM) == 0 then return out end
+  -- Newest first: the message looked up is most often one just sent.
+  local start = '+'
+  if from ~= '' then start = '(' .. from end
+  local items = redis.call('XREVRANGE', K_STREAM, start, '-', 'COUNT', chunk)
+  for _, item in ipairs(items) do
+    local flat = item[2]
+    for i = 1, #flat, 2 do
+      if flat[i] == 'id' then
+        if flat[i + 1] == mid then
+          add_stream(item[1], record(item[1], flat), last_delivered())
+          return out
+        end
+        break
+      end
+    end
+  end
+  if #items == chunk then out[2] = items[#items][1] end
   return out
 end
 
