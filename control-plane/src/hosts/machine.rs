@@ -146,6 +146,12 @@ pub fn decide(host: &HostView, cname: &CnameCheck, now: DateTime<Utc>, policy: &
 /// What to record when the host's domain is not verified (never was, or lost its proof): an error
 /// that orders nothing; a certificate still valid keeps serving.
 pub fn unproven(host: &HostView, reason: &str, now: DateTime<Utc>) -> Record {
+    failed(host, reason, now)
+}
+
+/// An error with `reason`, retried with backoff; says so when a certificate still valid keeps
+/// serving meanwhile.
+fn failed(host: &HostView, reason: &str, now: DateTime<Utc>) -> Record {
     let serving = host.cert.is_some_and(|(_, not_after)| not_after > now);
     let keeps = if serving { "; the current certificate keeps serving until it expires" } else { "" };
     Record {
@@ -166,16 +172,7 @@ pub fn after_order(
 ) -> Record {
     match outcome {
         Ok(cert) => healthy(cert, now, policy),
-        Err(reason) => {
-            let serving = host.cert.is_some_and(|(_, not_after)| not_after > now);
-            let keeps = if serving { "; the current certificate keeps serving until it expires" } else { "" };
-            Record {
-                status: Status::Error,
-                reason: Some(format!("{reason}{keeps}")),
-                failed: true,
-                next_in: backoff(host.failures, BACKOFF_MAX),
-            }
-        }
+        Err(reason) => failed(host, reason, now),
     }
 }
 

@@ -6,11 +6,11 @@ use crate::billing::account::{self, Budget, BudgetInput, Overview};
 use crate::billing::admin::{self, MemberBilling};
 use crate::billing::webhook::{self, Received};
 use crate::state::ControlPlane;
-use aqs_core::{ApiJson, ApiResult};
+use aqs_core::{ApiJson, ApiQuery, ApiResult};
 use axum::body::Bytes;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct BillingBody {
@@ -79,17 +79,23 @@ pub(super) async fn webhook(
     Ok(ApiJson(webhook::receive(&cp, signature, &body).await?))
 }
 
+/// `?status=` of the operators' billing list: parsed by `ApiQuery` into this struct, which also
+/// documents it.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct SubscriptionStatusQuery {
+    /// Only members whose subscription is in this status (empty: all).
+    status: Option<String>,
+}
+
 /// `GET /api/v1/admin/billing?status=past_due`.
-#[utoipa::path(get, path = "/api/v1/admin/billing", operation_id = "billing_admin_list", tag = "admin", params(("status" = Option<String>, Query, description = "Only members whose subscription is in this status.")),
+#[utoipa::path(get, path = "/api/v1/admin/billing", operation_id = "billing_admin_list", tag = "admin", params(SubscriptionStatusQuery),
     responses((status = 200, body = MembersBody, description = "Every member's billing."), OperatorErrors), security(("session" = [])))]
 pub(super) async fn admin_list(
     State(cp): State<ControlPlane>,
     operator: AuthOperator,
-    RawQuery(query): RawQuery,
+    ApiQuery(query): ApiQuery<SubscriptionStatusQuery>,
 ) -> ApiResult<ApiJson<MembersBody>> {
-    let status = url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-        .find(|(key, _)| key == "status")
-        .map(|(_, value)| value.into_owned())
-        .filter(|value| !value.is_empty());
-    Ok(ApiJson(MembersBody { members: admin::list(&cp, &operator, status.as_deref()).await? }))
+    let status = query.status.as_deref().filter(|status| !status.is_empty());
+    Ok(ApiJson(MembersBody { members: admin::list(&cp, &operator, status).await? }))
 }
