@@ -1,13 +1,41 @@
 // AQS console: small enhancements over pages that work without JavaScript.
 // - [data-copy]: a copy button for the token secret (hidden until this script runs);
 // - [data-slug-source]: the queue's address previewed as the name is typed;
-// - [data-refresh]: the Overview's live figures (and its chart) fetched again every few seconds, in
-//   place, keeping an opened "Numbers per day" open;
+// - [data-refresh]: the Overview's live figures (and its chart) fetched again every few seconds and
+//   merged in place (`morph`): only changed text and attributes are written, so keyboard focus, an
+//   opened "Numbers per day" and a screen reader's position stay where they were;
 // - time[datetime]: the exact UTC time the server wrote becomes "5 min ago", the exact time kept
 //   as the hover title (without this script the exact UTC time is what shows). A preposition
 //   that only fits the exact time ("at", "since") is written inside the element as
 //   .when-word, so it goes with it: "Due again at 09:30 UTC" becomes "Due again in 14 minutes".
 "use strict";
+
+// Makes `old`'s children look like `fresh`'s while keeping every node that is still there: text
+// and attributes are updated in place and only a node whose kind changed is replaced. Children
+// are paired in order, whitespace between elements left out (the page and the fragment indent
+// differently). `open` is the reader's, not the server's, and is left as it is.
+const significant = (node) => node.nodeType !== Node.TEXT_NODE || node.nodeValue.trim() !== "";
+const morph = (old, fresh) => {
+  const kids = [...old.childNodes].filter(significant);
+  const freshKids = [...fresh.childNodes].filter(significant);
+  freshKids.forEach((kid, i) => {
+    const mine = kids[i];
+    if (!mine) return old.appendChild(kid);
+    if (mine.nodeType !== kid.nodeType || mine.nodeName !== kid.nodeName) return mine.replaceWith(kid);
+    if (mine.nodeType !== Node.ELEMENT_NODE) {
+      if (mine.nodeValue !== kid.nodeValue) mine.nodeValue = kid.nodeValue;
+      return;
+    }
+    for (const { name, value } of [...kid.attributes]) {
+      if (mine.getAttribute(name) !== value) mine.setAttribute(name, value);
+    }
+    for (const { name } of [...mine.attributes]) {
+      if (!kid.hasAttribute(name) && name !== "open") mine.removeAttribute(name);
+    }
+    morph(mine, kid);
+  });
+  kids.slice(freshKids.length).forEach((kid) => kid.remove());
+};
 
 const relative = (root) => {
   const now = Date.now();
@@ -76,9 +104,9 @@ document.addEventListener("DOMContentLoaded", () => {
         const response = await fetch(region.dataset.refresh, { credentials: "same-origin" });
         // A redirect means the session ended: stop rather than paint the log-in page here.
         if (!response.ok || response.redirected) return clearInterval(timer);
-        const open = [...region.querySelectorAll("details")].map((d) => d.open);
-        region.innerHTML = await response.text();
-        region.querySelectorAll("details").forEach((d, i) => { if (open[i]) d.open = true; });
+        const fresh = document.createElement(region.tagName);
+        fresh.innerHTML = await response.text();
+        morph(region, fresh);
         relative(region);
       } catch (_) {
         // Offline for a moment: try again on the next tick.

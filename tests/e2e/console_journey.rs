@@ -294,13 +294,19 @@ async fn a_member_runs_a_queue_from_the_console() {
     assert_eq!(browser.text("#published-today").await, "3");
     browser.screenshot("overview").await;
 
-    // A fourth publish shows up without reloading: the script refreshes the figures in place.
+    // A fourth publish shows up without reloading: the script refreshes the figures in place,
+    // and a reader's keyboard focus inside them stays where it was.
     browser.client.execute("window.__sameDocument = true;", vec![]).await.unwrap();
+    let focus = "window.__focused = document.querySelector(\"#live a[href$='/dead-letters']\"); \
+                 window.__focused.focus(); return document.activeElement === window.__focused;";
+    assert_eq!(browser.client.execute(focus, vec![]).await.unwrap(), json!(true));
     let body = json!({"body": "plain text", "content_type": "text/plain"});
     assert_eq!(curl("POST", &format!("{address}/messages"), &secret, &body).0, 201);
     browser.wait_for_text("#depth-ready", Duration::from_secs(15), |t| t == "4").await;
     let same = browser.client.execute("return window.__sameDocument === true;", vec![]).await.unwrap();
     assert_eq!(same, json!(true), "updated in place, not by reloading the page");
+    let kept = "return document.activeElement === window.__focused && window.__focused.isConnected;";
+    assert_eq!(browser.client.execute(kept, vec![]).await.unwrap(), json!(true), "focus kept across the refresh");
     // The chart beside the cards is refreshed with them, so the two agree.
     let desc = browser.client.execute("return document.getElementById('chart-desc').textContent;", vec![]).await;
     assert!(desc.unwrap().as_str().unwrap().starts_with("4 published"), "the chart counts the fourth publish");
