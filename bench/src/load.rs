@@ -2,7 +2,7 @@
 //! last one is answered. Workers run through a warm-up, then a measured window; only requests
 //! that started and finished inside the window count, so connection set-up and the ramp do not.
 
-use crate::client::{Call, Target};
+use crate::client::{Call, Conn, Target};
 use crate::latency::Latencies;
 use hyper::StatusCode;
 use std::time::{Duration, Instant};
@@ -98,13 +98,7 @@ pub async fn closed_loop(
             let target = target.clone();
             tokio::spawn(async move {
                 let mut tally = Tally::default();
-                let mut conn = match target.connect().await {
-                    Ok(conn) => conn,
-                    Err(err) => {
-                        tally.error(format!("{err:#}"));
-                        return tally;
-                    }
-                };
+                let Some(mut conn) = connect(&target, &mut tally).await else { return tally };
                 loop {
                     let started = Instant::now();
                     if started >= window.end {
@@ -132,6 +126,18 @@ pub async fn closed_loop(
         })
         .collect();
     join(workers).await
+}
+
+/// A worker's connection; `None` (the failure counted in `tally`) when it cannot be made, and the
+/// worker ends with what it counted.
+pub async fn connect(target: &Target, tally: &mut Tally) -> Option<Conn> {
+    match target.connect().await {
+        Ok(conn) => Some(conn),
+        Err(err) => {
+            tally.error(format!("{err:#}"));
+            None
+        }
+    }
 }
 
 /// Every worker's tally, merged; a worker that panicked counts as an error.

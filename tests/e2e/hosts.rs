@@ -97,6 +97,16 @@ impl World {
         created["host"]["id"].as_str().unwrap().to_owned()
     }
 
+    /// How many certificate orders were placed for `hostname`, as the database counts them.
+    async fn orders(&self, hostname: &str) -> i32 {
+        let database = sqlx::PgPool::connect(&self.database).await.unwrap();
+        sqlx::query_scalar("SELECT orders FROM hosts WHERE hostname = $1")
+            .bind(hostname)
+            .fetch_one(&database)
+            .await
+            .unwrap()
+    }
+
     /// Polls the host until `done` holds of it (asking for a check each time), or panics.
     async fn wait_host(&self, tenant: &Tenant, id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + Duration::from_secs(90);
@@ -447,11 +457,5 @@ async fn two_racing_reconcilers_place_one_order() {
     let (a, b) = tokio::join!(ask(world.server.base()), ask(second.base()));
     assert_eq!((a.status().as_u16(), b.status().as_u16()), (200, 200));
     world.wait_host(&tenant, &id, "active", status_is("active")).await;
-    let database = sqlx::PgPool::connect(&world.database).await.unwrap();
-    let orders: i32 = sqlx::query_scalar("SELECT orders FROM hosts WHERE hostname = $1")
-        .bind(&hostname)
-        .fetch_one(&database)
-        .await
-        .unwrap();
-    assert_eq!(orders, 1);
+    assert_eq!(world.orders(&hostname).await, 1);
 }

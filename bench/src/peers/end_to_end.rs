@@ -8,12 +8,12 @@ use super::{Consumer, Publisher, drive};
 use crate::api::{epoch, sent_at, timed_body_at};
 use crate::latency::Latencies;
 use crate::load::{Tally, Window};
+use crate::scenarios::open_loop::Arrivals;
 use crate::schedule::Schedule;
 use bytes::Bytes;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use tokio::sync::{Mutex, mpsc};
 
 /// How long consumers may take to receive the last messages after the last publish.
 const DRAIN: Duration = Duration::from_secs(3);
@@ -51,9 +51,7 @@ pub async fn run<P: Publisher, C: Consumer>(
         consumers.into_iter().map(|c| tokio::spawn(consume(c, received.clone(), stop.clone()))).collect();
 
     let schedule = Schedule::new(Instant::now() + Duration::from_millis(200), rate, duration);
-    let (tx, rx) = mpsc::unbounded_channel::<Instant>();
-    let dispatcher = std::thread::spawn(move || crate::scenarios::open_loop::dispatch(schedule, tx));
-    let arrivals = Arc::new(Mutex::new(rx));
+    let (arrivals, dispatcher) = Arrivals::release(schedule);
     let publishers: Vec<_> = publishers
         .into_iter()
         .map(|mut publisher| {
@@ -61,7 +59,7 @@ pub async fn run<P: Publisher, C: Consumer>(
             tokio::spawn(async move {
                 let mut tally = Tally::default();
                 loop {
-                    let Some(due) = arrivals.lock().await.recv().await else { return tally };
+                    let Some(due) = arrivals.next().await else { return tally };
                     match publisher.publish(&[Bytes::from(timed_body_at(due))]).await {
                         Ok(()) => tally.msgs += 1,
                         Err(err) => tally.error(format!("publish: {err:#}")),
@@ -76,7 +74,7 @@ pub async fn run<P: Publisher, C: Consumer>(
         outcome.sent += tally.msgs;
         outcome.errors.merge(Tally { msgs: 0, ..tally });
     }
-    dispatcher.join().map_err(|_| anyhow::anyhow!("open-loop dispatcher panicked"))?;
+    dispatcher.finish()?;
 
     let deadline = Instant::now() + DRAIN;
     while received.load(Ordering::Relaxed) < outcome.sent && Instant::now() < deadline {

@@ -135,13 +135,7 @@ pub(super) async fn prefill(target: &Target, queue: &BenchQueue, body: &str, cou
 
 async fn produce(target: Target, call: Call, depth: Arc<Depth>, window: Window) -> Tally {
     let mut tally = Tally::default();
-    let mut conn = match target.connect().await {
-        Ok(conn) => conn,
-        Err(err) => {
-            tally.error(format!("{err:#}"));
-            return tally;
-        }
-    };
+    let Some(mut conn) = crate::load::connect(&target, &mut tally).await else { return tally };
     while Instant::now() < window.end {
         if depth.current() >= depth.set_point {
             // Woken by an ack; the timeout only bounds a missed wake-up.
@@ -168,13 +162,7 @@ async fn produce(target: Target, call: Call, depth: Arc<Depth>, window: Window) 
 
 async fn consume(target: Target, consume: Call, ack: Call, depth: Arc<Depth>, window: Window) -> Tally {
     let mut tally = Tally::default();
-    let mut conn = match target.connect().await {
-        Ok(conn) => conn,
-        Err(err) => {
-            tally.error(format!("{err:#}"));
-            return tally;
-        }
-    };
+    let Some(mut conn) = crate::load::connect(&target, &mut tally).await else { return tally };
     while Instant::now() < window.end {
         let started = Instant::now();
         let cycle = async {

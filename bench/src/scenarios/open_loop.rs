@@ -18,9 +18,7 @@ pub async fn run(target: &Target, calls: Vec<Call>, rate: f64, duration: Duratio
         conns.push((target.connect().await?, call));
     }
     let schedule = Schedule::new(Instant::now() + Duration::from_millis(100), rate, duration);
-    let (tx, rx) = mpsc::unbounded_channel::<Instant>();
-    let dispatcher = std::thread::spawn(move || dispatch(schedule, tx));
-    let arrivals = Arc::new(Mutex::new(rx));
+    let (arrivals, dispatcher) = Arrivals::release(schedule);
     let workers: Vec<_> = conns
         .into_iter()
         .map(|(mut conn, call)| {
@@ -28,7 +26,7 @@ pub async fn run(target: &Target, calls: Vec<Call>, rate: f64, duration: Duratio
             tokio::spawn(async move {
                 let mut tally = Tally::default();
                 loop {
-                    let Some(due) = arrivals.lock().await.recv().await else { return tally };
+                    let Some(due) = arrivals.next().await else { return tally };
                     match conn.send(&call).await {
                         Ok((StatusCode::CREATED, _)) => {
                             tally.ops += 1;
@@ -46,12 +44,39 @@ pub async fn run(target: &Target, calls: Vec<Call>, rate: f64, duration: Duratio
     for worker in workers {
         total.merge(worker.await?);
     }
-    dispatcher.join().map_err(|_| anyhow::anyhow!("open-loop dispatcher panicked"))?;
+    dispatcher.finish()?;
     Ok(total)
 }
 
+/// A schedule's arrivals, released by a plain thread when they fall due and taken by whichever
+/// worker is free first.
+#[derive(Clone)]
+pub(crate) struct Arrivals(Arc<Mutex<mpsc::UnboundedReceiver<Instant>>>);
+
+/// The thread that releases the arrivals; finished once the workers have taken them all.
+pub(crate) struct Dispatcher(std::thread::JoinHandle<()>);
+
+impl Arrivals {
+    pub(crate) fn release(schedule: Schedule) -> (Self, Dispatcher) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let thread = std::thread::spawn(move || dispatch(schedule, tx));
+        (Self(Arc::new(Mutex::new(rx))), Dispatcher(thread))
+    }
+
+    /// When the next arrival was due; `None` once the schedule is over and every arrival taken.
+    pub(crate) async fn next(&self) -> Option<Instant> {
+        self.0.lock().await.recv().await
+    }
+}
+
+impl Dispatcher {
+    pub(crate) fn finish(self) -> anyhow::Result<()> {
+        self.0.join().map_err(|_| anyhow::anyhow!("open-loop dispatcher panicked"))
+    }
+}
+
 /// Releases every arrival when it falls due, sleeping in between.
-pub(crate) fn dispatch(schedule: Schedule, tx: mpsc::UnboundedSender<Instant>) {
+fn dispatch(schedule: Schedule, tx: mpsc::UnboundedSender<Instant>) {
     let mut released = 0;
     while released < schedule.count() {
         let due_now = schedule.due_by(Instant::now());

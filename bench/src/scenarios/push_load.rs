@@ -10,13 +10,12 @@ use crate::client::Target;
 use crate::handler::{Counters, LaneCounts};
 use crate::latency::Latencies;
 use crate::load::{Tally, Window};
-use crate::scenarios::open_loop::dispatch;
+use crate::scenarios::open_loop::Arrivals;
 use crate::schedule::Schedule;
 use hyper::StatusCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use tokio::sync::{Mutex, mpsc};
 
 /// Messages per publish request of the producers that keep a queue full.
 const BATCH: usize = 100;
@@ -92,13 +91,7 @@ pub async fn kept_full(
                 (target.clone(), counters.clone(), published.clone(), lane.to_owned());
             Ok(tokio::spawn(async move {
                 let mut tally = Tally::default();
-                let mut conn = match target.connect().await {
-                    Ok(conn) => conn,
-                    Err(err) => {
-                        tally.error(format!("{err:#}"));
-                        return tally;
-                    }
-                };
+                let Some(mut conn) = crate::load::connect(&target, &mut tally).await else { return tally };
                 while Instant::now() < window.end {
                     let waiting = published.load(Ordering::Relaxed).saturating_sub(counters.counts(&lane).first);
                     if waiting >= depth as u64 {
@@ -157,9 +150,7 @@ pub async fn open_loop(
         conns.push(target.connect().await?);
     }
     let schedule = Schedule::new(Instant::now() + Duration::from_millis(100), rate, duration);
-    let (tx, rx) = mpsc::unbounded_channel::<Instant>();
-    let dispatcher = std::thread::spawn(move || dispatch(schedule, tx));
-    let arrivals = Arc::new(Mutex::new(rx));
+    let (arrivals, dispatcher) = Arrivals::release(schedule);
     let workers: Vec<_> = conns
         .into_iter()
         .enumerate()
@@ -168,7 +159,7 @@ pub async fn open_loop(
             tokio::spawn(async move {
                 let mut tally = Tally::default();
                 loop {
-                    let Some(due) = arrivals.lock().await.recv().await else { return tally };
+                    let Some(due) = arrivals.next().await else { return tally };
                     let call = match queue.publish(i, &timed_body_at(due)) {
                         Ok(call) => call,
                         Err(err) => {
@@ -188,7 +179,7 @@ pub async fn open_loop(
         })
         .collect();
     let tally = crate::load::join(workers).await;
-    dispatcher.join().map_err(|_| anyhow::anyhow!("open-loop dispatcher panicked"))?;
+    dispatcher.finish()?;
     let settle_by = Instant::now() + Duration::from_secs(5);
     while counters.counts(lane).first < seen_before + tally.msgs && Instant::now() < settle_by {
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -95,13 +95,7 @@ async fn no_certificate_is_ordered_once_the_domain_record_is_gone() {
     let refused = world.wait_host(&tenant, &id, "an error", status_is("error")).await;
     assert!(refused["reason"].as_str().unwrap().contains("not verified"), "{refused}");
     assert!(refused["certificate"].is_null(), "{refused}");
-    let database = sqlx::PgPool::connect(&world.database).await.unwrap();
-    let orders: i32 = sqlx::query_scalar("SELECT orders FROM hosts WHERE hostname = $1")
-        .bind(&hostname)
-        .fetch_one(&database)
-        .await
-        .unwrap();
-    assert_eq!(orders, 0);
+    assert_eq!(world.orders(&hostname).await, 0);
     let (_, listed) = world.api(&tenant, "GET", "/api/v1/domains", Value::Null).await;
     let row = &listed["domains"][0];
     assert_eq!((row["status"].as_str(), row["lost_at"].is_string()), (Some("pending"), true), "{listed}");
