@@ -51,14 +51,7 @@ struct Ready {
 
 impl Health {
     pub fn new(roles: &[Role], redis: RedisConn, control: Option<ControlPlane>) -> Self {
-        let roles = roles
-            .iter()
-            .map(|role| match role {
-                Role::Data => "data",
-                Role::Control => "control",
-                Role::Console => "console",
-            })
-            .collect();
+        let roles = roles.iter().map(|role| role.as_str()).collect();
         Self { roles, redis, control, draining: Arc::default() }
     }
 

@@ -8,6 +8,7 @@ use aqs::serve;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -58,7 +59,7 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve { roles } => {
             if let Some(roles) = roles {
-                config.roles = roles;
+                config.roles = aqs_core::config::Roles::parse(&roles).context("invalid --roles")?;
             }
             config.validate()?;
             let listener = tokio::net::TcpListener::bind(config.http_addr)

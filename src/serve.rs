@@ -68,7 +68,7 @@ pub async fn run(
     let cancel = CancellationToken::new();
     let mut background = Vec::new();
     // Installed before anything is built: the routers and loops below measure only if it is.
-    if let Some(addr) = config.metrics_addr()? {
+    if let Some(addr) = config.metrics_addr {
         let listener = crate::metrics::bind(addr).await?;
         let handle = crate::metrics::install()?;
         tracing::info!(addr = %listener.local_addr()?, "metrics at /metrics");
@@ -116,7 +116,7 @@ pub async fn run(
         }
     }
 
-    let health = Health::new(&config.roles()?, redis.clone(), control_plane);
+    let health = Health::new(config.roles.as_slice(), redis.clone(), control_plane);
     let app = app.merge(health.router());
 
     // Unknown paths and methods answer in the API's error format too, not with an empty body.
@@ -132,7 +132,7 @@ pub async fn run(
         Some(dp) if config.runs(Role::Data) => aqs_data_plane::plain_listener(app, dp.clone()),
         _ => app,
     };
-    if let (Some(https_addr), Some(dp)) = (config.https_addr()?, &data_plane)
+    if let (Some(https_addr), Some(dp)) = (config.https_addr, &data_plane)
         && config.runs(Role::Data)
     {
         let tls = tokio::net::TcpListener::bind(https_addr)

@@ -49,7 +49,7 @@ impl ControlPlane {
                 engine,
                 keys: Keys::new(&config.redis_namespace),
                 public_url: config.public_url.trim_end_matches('/').to_owned(),
-                operator_emails: config.operator_emails(),
+                operator_emails: config.operator_emails.clone(),
                 sessions: SessionKeys::new(config.session_secret.expose().as_bytes()),
                 push_allow_private_networks: config.push_allow_private_networks,
                 database: DatabaseState::default(),

@@ -2,34 +2,15 @@
 //! `AQS_…` environment variables. Validated at start-up with an error that names the bad setting;
 //! secrets are `Secret`s and never print.
 
+use crate::cert_key::CertKeyCipher;
+use crate::config_values as parse;
+pub use crate::config_values::{Role, Roles};
 use crate::secret::Secret;
-use anyhow::{Context, bail};
+use anyhow::bail;
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
-
-/// A role one `aqs serve` process can run. A single node runs all of them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// `/queue/v1`: publish, consume, ack… plus the sweeper and push dispatcher.
-    Data,
-    /// `/api/v1`: members, queues, tokens; writes the Redis projection.
-    Control,
-    /// `/`: the web console.
-    Console,
-}
-
-impl Role {
-    pub fn parse(text: &str) -> Option<Self> {
-        match text.trim() {
-            "data" => Some(Self::Data),
-            "control" => Some(Self::Control),
-            "console" => Some(Self::Console),
-            _ => None,
-        }
-    }
-}
 
 /// Unknown keys are refused: a TOML file's misspelt key names itself at start-up instead of being
 /// ignored (unknown `AQS_…` variables only warn: environments carry others' variables too).
@@ -42,14 +23,16 @@ pub struct Config {
     /// (`AQS_PUBLIC_URL`); defaults to `http://<http_addr>`.
     pub public_url: String,
     /// Comma-separated roles to run (`AQS_ROLES`): data, control, console.
-    pub roles: String,
+    pub roles: Roles,
     /// PostgreSQL URL (`AQS_DATABASE_URL`); needed by the control and console roles.
     pub database_url: Secret,
     /// Redis URL, or comma-separated cluster seed URLs (`AQS_REDIS_URL`).
-    pub redis_url: Secret,
+    #[serde(deserialize_with = "parse::secrets")]
+    pub redis_url: Vec<Secret>,
     /// `host:port,...` of Redis Sentinels (`AQS_REDIS_SENTINELS`); with them `redis_url` is unused
     /// and the primary is the one the Sentinels name `redis_sentinel_master`.
-    pub redis_sentinels: String,
+    #[serde(deserialize_with = "parse::list")]
+    pub redis_sentinels: Vec<String>,
     /// The name the Sentinels know the primary by (`AQS_REDIS_SENTINEL_MASTER`).
     pub redis_sentinel_master: String,
     /// PEM roots to trust for `rediss://` (`AQS_REDIS_CA_FILE`); empty: the system's roots.
@@ -71,7 +54,8 @@ pub struct Config {
     /// must share it.
     pub receipt_secret: Secret,
     /// Emails granted the operator role at sign-up (`AQS_OPERATOR_EMAILS`, comma-separated).
-    pub operator_emails: String,
+    #[serde(deserialize_with = "parse::emails")]
+    pub operator_emails: Vec<String>,
     /// Lets push handlers live on private, loopback and link-local addresses
     /// (`AQS_PUSH_ALLOW_PRIVATE_NETWORKS`); for local development and tests only.
     pub push_allow_private_networks: bool,
@@ -89,12 +73,15 @@ pub struct Config {
     pub acme_ca_file: String,
     /// DNS servers for the CNAME and TXT checks, `ip:port,...` (`AQS_DNS_SERVERS`); empty: the
     /// system resolver.
-    pub dns_servers: String,
+    #[serde(deserialize_with = "parse::addresses")]
+    pub dns_servers: Vec<SocketAddr>,
     /// Address of the optional TLS listener serving custom hosts (`AQS_HTTPS_ADDR`); empty: none.
-    pub https_addr: String,
+    #[serde(deserialize_with = "parse::optional_address")]
+    pub https_addr: Option<SocketAddr>,
     /// Base64 of 32 bytes: the AES-256-GCM key that encrypts certificate keys at rest
-    /// (`AQS_CERT_ENCRYPTION_KEY`).
-    pub cert_encryption_key: Secret,
+    /// (`AQS_CERT_ENCRYPTION_KEY`); unset: none.
+    #[serde(deserialize_with = "parse::cipher")]
+    pub cert_encryption_key: Option<CertKeyCipher>,
     /// A certificate is renewed once this fraction of its lifetime remains
     /// (`AQS_CERT_RENEW_FRACTION`, default a third; 1 renews at every check, for tests).
     pub cert_renew_fraction: f64,
@@ -120,8 +107,8 @@ pub struct Config {
     pub stripe_price_payload_50mib: String,
     /// Address of the Prometheus scrape listener (`AQS_METRICS_ADDR`, `GET /metrics`); empty: none,
     /// and nothing is measured.
-    #[serde(default)]
-    pub metrics_addr: String,
+    #[serde(default, deserialize_with = "parse::optional_address")]
+    pub metrics_addr: Option<SocketAddr>,
     /// What loading found worth a warning (unknown `AQS_…` variables), logged once tracing is up.
     #[serde(skip)]
     pub warnings: Vec<String>,
@@ -229,11 +216,17 @@ impl Config {
         }
         figment =
             figment.merge(Env::prefixed("AQS_").filter(|key| crate::settings::is_known(&key.as_str().to_lowercase())));
+        let mut config = Self::extract(figment)?;
+        config.warnings = warnings;
+        Ok(config)
+    }
+
+    /// Parses every setting into its type (`config_values.rs`), naming the one that is bad.
+    fn extract(figment: Figment) -> anyhow::Result<Self> {
         let mut config: Config = figment.extract().map_err(|err| {
             let key = err.path.join(".");
             anyhow::anyhow!("invalid setting AQS_{}: {err}", key.to_uppercase())
         })?;
-        config.warnings = warnings;
         if config.public_url.is_empty() {
             config.public_url = format!("http://{}", config.http_addr);
         }
@@ -243,11 +236,11 @@ impl Config {
 
     /// Checks what the chosen roles need, naming the first bad setting.
     pub fn validate(&self) -> anyhow::Result<()> {
-        let roles = self.roles().context("invalid setting AQS_ROLES")?;
-        if self.redis_url.is_empty() && self.redis_sentinels().is_empty() {
+        let roles = self.roles.as_slice();
+        if self.redis_url.is_empty() && self.redis_sentinels.is_empty() {
             bail!("AQS_REDIS_URL is not set (nor AQS_REDIS_SENTINELS)");
         }
-        if !self.redis_sentinels().is_empty() && self.redis_sentinel_master.trim().is_empty() {
+        if !self.redis_sentinels.is_empty() && self.redis_sentinel_master.trim().is_empty() {
             bail!("AQS_REDIS_SENTINEL_MASTER must not be empty with AQS_REDIS_SENTINELS");
         }
         if !self.redis_ca_file.is_empty() && !std::path::Path::new(&self.redis_ca_file).is_file() {
@@ -274,7 +267,6 @@ impl Config {
             bail!("AQS_PUBLIC_URL must start with http:// or https://");
         }
         self.validate_hosts()?;
-        self.metrics_addr().context("invalid setting AQS_METRICS_ADDR")?;
         if !self.stripe_secret_key.is_empty() {
             for (name, value) in [
                 ("AQS_STRIPE_WEBHOOK_SECRET", self.stripe_webhook_secret.expose()),
@@ -289,43 +281,20 @@ impl Config {
         Ok(())
     }
 
-    pub fn roles(&self) -> anyhow::Result<Vec<Role>> {
-        let roles = self
-            .roles
-            .split(',')
-            .filter(|r| !r.trim().is_empty())
-            .map(|r| Role::parse(r).with_context(|| format!("unknown role {r:?}; use data, control or console")))
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        if roles.is_empty() {
-            bail!("no role given; use data, control or console");
-        }
-        Ok(roles)
-    }
-
     pub fn runs(&self, role: Role) -> bool {
-        self.roles().map(|roles| roles.contains(&role)).unwrap_or(false)
+        self.roles.runs(role)
     }
 
     /// Redis URLs: one for a single server, several for a cluster.
     pub fn redis_urls(&self) -> Vec<String> {
-        split_list(self.redis_url.expose())
-    }
-
-    /// `AQS_REDIS_SENTINELS`: empty unless the primary is found through Sentinels.
-    pub fn redis_sentinels(&self) -> Vec<String> {
-        split_list(&self.redis_sentinels)
+        self.redis_url.iter().map(|url| url.expose().to_owned()).collect()
     }
 
     /// Checks the custom-host settings.
     fn validate_hosts(&self) -> anyhow::Result<()> {
-        if !self.cert_encryption_key.is_empty() {
-            crate::cert_key::CertKeyCipher::from_base64(self.cert_encryption_key.expose())
-                .context("invalid setting AQS_CERT_ENCRYPTION_KEY")?;
-        } else if !self.acme_directory_url.is_empty() || !self.https_addr.is_empty() {
+        if self.cert_encryption_key.is_none() && (!self.acme_directory_url.is_empty() || self.https_addr.is_some()) {
             bail!("AQS_CERT_ENCRYPTION_KEY is not set (custom hosts need it; base64 of 32 random bytes)");
         }
-        self.dns_servers().context("invalid setting AQS_DNS_SERVERS")?;
-        self.https_addr().context("invalid setting AQS_HTTPS_ADDR")?;
         if !(self.cert_renew_fraction > 0.0 && self.cert_renew_fraction <= 1.0) {
             bail!("AQS_CERT_RENEW_FRACTION must be above 0 and at most 1");
         }
@@ -335,52 +304,15 @@ impl Config {
         Ok(())
     }
 
-    /// `AQS_DNS_SERVERS` parsed; empty for the system resolver.
-    pub fn dns_servers(&self) -> anyhow::Result<Vec<SocketAddr>> {
-        self.dns_servers
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(|s| s.parse::<SocketAddr>().with_context(|| format!("{s:?} is not ip:port")))
-            .collect()
-    }
-
-    /// `AQS_HTTPS_ADDR` parsed; `None` when no TLS listener is wanted.
-    pub fn https_addr(&self) -> anyhow::Result<Option<SocketAddr>> {
-        let text = self.https_addr.trim();
-        if text.is_empty() {
-            return Ok(None);
-        }
-        Ok(Some(text.parse().with_context(|| format!("{text:?} is not ip:port"))?))
-    }
-
-    /// `AQS_METRICS_ADDR` parsed; `None` when no metrics are wanted.
-    pub fn metrics_addr(&self) -> anyhow::Result<Option<SocketAddr>> {
-        let text = self.metrics_addr.trim();
-        if text.is_empty() {
-            return Ok(None);
-        }
-        Ok(Some(text.parse().with_context(|| format!("{text:?} is not ip:port"))?))
-    }
-
-    /// The certificate-key cipher, when `AQS_CERT_ENCRYPTION_KEY` is set (checked by `validate`).
-    pub fn cert_cipher(&self) -> Option<crate::cert_key::CertKeyCipher> {
-        crate::cert_key::CertKeyCipher::from_base64(self.cert_encryption_key.expose()).ok()
-    }
-
-    pub fn operator_emails(&self) -> Vec<String> {
-        self.operator_emails.split(',').map(|e| e.trim().to_lowercase()).filter(|e| !e.is_empty()).collect()
-    }
-
     /// A complete configuration for tests: every role, the given stores, fixed secrets.
     pub fn for_tests(database_url: &str, redis_url: &str, namespace: &str) -> Self {
         Self {
             http_addr: "127.0.0.1:0".parse().expect("literal address"),
             public_url: "http://127.0.0.1".into(),
-            roles: DEFAULTS.roles.into(),
+            roles: Roles::all(),
             database_url: Secret::new(database_url),
-            redis_url: Secret::new(redis_url),
-            redis_sentinels: String::new(),
+            redis_url: redis_url.split(',').filter(|url| !url.is_empty()).map(Secret::new).collect(),
+            redis_sentinels: Vec::new(),
             redis_sentinel_master: DEFAULTS.redis_sentinel_master.into(),
             redis_ca_file: String::new(),
             redis_replica_acks: 0,
@@ -390,16 +322,16 @@ impl Config {
             redis_namespace: namespace.into(),
             session_secret: Secret::new("test-session-secret-0123456789abcdef"),
             receipt_secret: Secret::new("test-receipt-secret-0123456789abcdef"),
-            operator_emails: String::new(),
+            operator_emails: Vec::new(),
             push_allow_private_networks: true,
             log: "info".into(),
             edge_hostname: DEFAULTS.edge_hostname.into(),
             acme_directory_url: String::new(),
             acme_contact_email: String::new(),
             acme_ca_file: String::new(),
-            dns_servers: String::new(),
-            https_addr: String::new(),
-            cert_encryption_key: Secret::new(""),
+            dns_servers: Vec::new(),
+            https_addr: None,
+            cert_encryption_key: None,
             cert_renew_fraction: DEFAULTS.cert_renew_fraction,
             host_recheck_seconds: DEFAULTS.host_recheck_seconds,
             domain_recheck_seconds: DEFAULTS.domain_recheck_seconds,
@@ -408,14 +340,10 @@ impl Config {
             stripe_api_base: String::new(),
             stripe_price_payload_10mib: String::new(),
             stripe_price_payload_50mib: String::new(),
-            metrics_addr: String::new(),
+            metrics_addr: None,
             warnings: Vec::new(),
         }
     }
-}
-
-fn split_list(text: &str) -> Vec<String> {
-    text.split(',').map(str::trim).filter(|u| !u.is_empty()).map(str::to_owned).collect()
 }
 
 #[cfg(test)]
@@ -431,9 +359,7 @@ mod tests {
         config = Config::for_tests("", "redis://x", "t");
         assert!(config.validate().unwrap_err().to_string().contains("AQS_DATABASE_URL"));
         config = Config::for_tests("postgres://x", "redis://x", "t");
-        config.roles = "data,bogus".into();
-        assert!(config.validate().unwrap_err().to_string().contains("AQS_ROLES"));
-        config.roles = "data".into();
+        config.roles = Roles::parse("data").unwrap();
         config.database_url = Secret::new("");
         assert!(config.validate().is_ok(), "the data role alone needs no PostgreSQL");
         config = Config::for_tests("postgres://x", "redis://x", "t");
@@ -445,7 +371,7 @@ mod tests {
     fn each_role_is_asked_only_for_what_it_uses() {
         let only = |roles: &str| {
             let mut config = Config::for_tests("", "redis://x", "t");
-            config.roles = roles.into();
+            config.roles = Roles::parse(roles).unwrap();
             config.session_secret = Secret::new("");
             config.receipt_secret = Secret::new("");
             config
@@ -472,14 +398,42 @@ mod tests {
         assert!(err(&all).contains("AQS_RECEIPT_SECRET"), "{}", err(&all));
     }
 
+    /// What `load` makes of these settings over the defaults (`AQS_…` variables, by field name).
+    fn loaded(settings: &[(&str, &str)]) -> anyhow::Result<Config> {
+        let mut figment = Figment::from(Serialized::defaults(DEFAULTS));
+        for (name, value) in settings {
+            figment = figment.merge((*name, *value));
+        }
+        Config::extract(figment)
+    }
+
     #[test]
-    fn metrics_are_off_unless_an_address_is_given() {
-        let mut config = Config::for_tests("postgres://x", "redis://x", "t");
-        assert_eq!(config.metrics_addr().unwrap(), None);
-        config.metrics_addr = "127.0.0.1:9464".into();
-        assert_eq!(config.metrics_addr().unwrap(), Some("127.0.0.1:9464".parse().unwrap()));
-        config.metrics_addr = "9464".into();
-        assert!(config.validate().unwrap_err().to_string().contains("AQS_METRICS_ADDR"));
+    fn settings_are_parsed_into_their_types_once_naming_a_bad_one() {
+        let config = loaded(&[
+            ("roles", "data, console"),
+            ("redis_url", "redis://a:1, redis://b:2"),
+            ("metrics_addr", "127.0.0.1:9464"),
+            ("operator_emails", "Ops@Example.com"),
+        ])
+        .unwrap();
+        assert!(config.runs(Role::Console) && !config.runs(Role::Control));
+        assert_eq!(config.redis_urls(), ["redis://a:1", "redis://b:2"]);
+        assert_eq!(config.metrics_addr, Some("127.0.0.1:9464".parse().unwrap()));
+        assert_eq!(config.operator_emails, ["ops@example.com"]);
+        let defaults = loaded(&[]).unwrap();
+        assert_eq!((defaults.metrics_addr, defaults.https_addr), (None, None), "off unless an address is given");
+        assert!(defaults.cert_encryption_key.is_none() && defaults.dns_servers.is_empty());
+        for (name, value, setting) in [
+            ("roles", "data,bogus", "AQS_ROLES"),
+            ("roles", "", "AQS_ROLES"),
+            ("metrics_addr", "9464", "AQS_METRICS_ADDR"),
+            ("https_addr", "localhost", "AQS_HTTPS_ADDR"),
+            ("dns_servers", "10.0.0.1", "AQS_DNS_SERVERS"),
+            ("cert_encryption_key", "c2hvcnQ=", "AQS_CERT_ENCRYPTION_KEY"),
+        ] {
+            let err = loaded(&[(name, value)]).unwrap_err().to_string();
+            assert!(err.contains(setting), "{name}={value}: {err}");
+        }
     }
 
     /// The names serde knows `Config` by: its `deserialize_struct` call lists every field.

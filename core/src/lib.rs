@@ -6,6 +6,7 @@
 
 pub mod cert_key;
 pub mod config;
+pub mod config_values;
 pub mod error;
 pub mod hostname;
 pub mod ids;

@@ -47,7 +47,7 @@ impl RedisOptions {
     pub fn from_config(config: &Config) -> Self {
         Self {
             urls: config.redis_urls(),
-            sentinels: config.redis_sentinels(),
+            sentinels: config.redis_sentinels.clone(),
             sentinel_master: config.redis_sentinel_master.trim().to_owned(),
             ca_file: Some(config.redis_ca_file.clone()).filter(|f| !f.is_empty()),
         }

@@ -1,7 +1,10 @@
-//! `QueueContext`: who is calling and for which queue. Every per-queue handler takes one; it
-//! exists only once the bearer token is valid and belongs to the queue. Order of answers: a
-//! missing, malformed or unknown token is 401; an unknown slug, or a queue other than the token's,
-//! is 404 (another tenant's queue is never revealed); a missing scope is 403.
+//! `QueueContext`: who is calling, for which queue, and the request's charge to the token's rate
+//! budget. Every per-queue handler takes one; it exists only once the bearer token is valid,
+//! belongs to the queue and has a scope the route allows. What a route allows is declared beside
+//! it in the route table (`routes/mod.rs`) as an [`Access`] layer, which this extractor reads.
+//! Order of answers: a missing, malformed or unknown token is 401; an unknown slug, or a queue
+//! other than the token's, is 404 (another tenant's queue is never revealed); a missing scope is
+//! 403; all before the handler reads its query or body.
 
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
@@ -11,6 +14,7 @@ use aqs_core::slug::Slug;
 use aqs_core::time::now_ms;
 use aqs_core::token::{Scope, TokenSecret};
 use aqs_engine::{Charge, Class};
+use axum::Extension;
 use axum::extract::{FromRequestParts, Path};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
@@ -20,10 +24,27 @@ use axum::http::request::Parts;
 #[derive(Clone, Copy, Debug)]
 pub struct PinnedQueue(pub QueueId);
 
+/// What a route allows: the scopes of which a token needs one, and the rate budget its requests
+/// are charged to. Set per route with [`access`].
+#[derive(Clone, Copy, Debug)]
+pub struct Access {
+    scopes: &'static [Scope],
+    class: Class,
+}
+
+/// The layer that declares a route's [`Access`] (a request extension, so no boxed middleware).
+pub fn access(scopes: &'static [Scope], class: Class) -> Extension<Access> {
+    Extension(Access { scopes, class })
+}
+
 #[derive(Clone, Debug)]
 pub struct QueueContext {
     pub queue: QueueId,
     pub token: std::sync::Arc<TokenRecord>,
+    /// The request's charge: the handler runs its script through `state.engine.charged(charge)`,
+    /// which takes the request from the token's budget, held in Redis for every replica, or
+    /// refuses it with 429 before the script changes anything (`engine/src/rate.rs`).
+    pub charge: Charge,
 }
 
 impl FromRequestParts<DataPlane> for QueueContext {
@@ -50,7 +71,13 @@ impl FromRequestParts<DataPlane> for QueueContext {
         if token.queue != queue {
             return Err(ApiError::not_found("no such queue"));
         }
-        Ok(Self { queue, token })
+        let access = parts
+            .extensions
+            .get::<Access>()
+            .copied()
+            .ok_or_else(|| anyhow::anyhow!("{} declares no access in the route table", parts.uri.path()))?;
+        let charge = authorize(state, queue, &token, access)?;
+        Ok(Self { queue, token, charge })
     }
 }
 
@@ -64,22 +91,18 @@ fn bearer(parts: &Parts) -> ApiResult<TokenSecret> {
     TokenSecret::parse(token).ok_or_else(|| ApiError::Unauthorized("the token is malformed".into()))
 }
 
-impl QueueContext {
-    /// Checks that the token has one of `scopes` and stamps its last use (at most once a minute,
-    /// off the request path). Answers the request's charge to the token's budget of `class`:
-    /// the handler runs its script through `state.engine.charged(charge)`, which takes the request
-    /// from that budget, held in Redis for every replica, or refuses it with 429 (`engine/src/rate.rs`).
-    pub fn authorize(&self, state: &DataPlane, scopes: &[Scope], class: Class) -> ApiResult<Charge> {
-        if !scopes.iter().any(|s| self.token.allows(*s)) {
-            let names: Vec<&str> = scopes.iter().map(|s| s.as_str()).collect();
-            return Err(ApiError::Forbidden(format!("this token lacks the {} scope", names.join(" or "))));
-        }
-        let now = now_ms();
-        if state.last_use.due(self.token.token_id, now) {
-            record_last_use(state, self.queue, self.token.token_id, now);
-        }
-        Ok(Charge::new(self.queue, self.token.token_id, class, now))
+/// Checks that the token has one of the route's scopes and stamps its last use (at most once a
+/// minute, off the request path). Answers the request's charge to the route's budget.
+fn authorize(state: &DataPlane, queue: QueueId, token: &TokenRecord, access: Access) -> ApiResult<Charge> {
+    if !access.scopes.iter().any(|s| token.allows(*s)) {
+        let names: Vec<&str> = access.scopes.iter().map(|s| s.as_str()).collect();
+        return Err(ApiError::Forbidden(format!("this token lacks the {} scope", names.join(" or "))));
     }
+    let now = now_ms();
+    if state.last_use.due(token.token_id, now) {
+        record_last_use(state, queue, token.token_id, now);
+    }
+    Ok(Charge::new(queue, token.token_id, access.class, now))
 }
 
 fn record_last_use(state: &DataPlane, queue: QueueId, token_id: uuid::Uuid, now: u64) {

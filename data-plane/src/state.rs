@@ -60,7 +60,7 @@ impl DataPlane {
             shutdown: Arc::new(OnceLock::new()),
             push: Arc::new(PushClient::new(config.push_allow_private_networks)),
             hosts: Arc::new(crate::hosts::table::HostTable::default()),
-            cert_cipher: config.cert_cipher(),
+            cert_cipher: config.cert_encryption_key.clone(),
         }))
     }
 

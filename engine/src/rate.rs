@@ -7,8 +7,8 @@
 //!
 //! Each token has one bucket per class, a key in its queue's hash slot (`Keys::rate_bucket`),
 //! charged inside the script the request runs anyway (`scripts/rate.lua`, a GCRA): no extra round
-//! trip, and a refused request changes nothing else. A handler gets a [`Charge`] from
-//! `QueueContext::authorize` and runs its scripts through [`Engine::charged`]; only the first
+//! trip, and a refused request changes nothing else. The data plane's route table names each
+//! route's class; its handlers get a [`Charge`] and run their scripts through [`Engine::charged`]; only the first
 //! script of a request is charged (a long poll's later attempts, a purge's later chunks, a publish
 //! retried after giving back storage lease are the same request). A request answered without a
 //! script (bad input, say) costs Redis nothing and is not counted.

@@ -8,7 +8,12 @@
 //! publish and flush. `rate.lua` (token rate limits) comes first in every script a request is
 //! charged to: the common.lua ones and both publish scripts (it takes its arguments off ARGV
 //! before any other code reads ARGV); the rest of such a script runs as a function whose reply
-//! `rate_end.lua` answers, so that an admitted charge can say how much it was granted.
+//! goes through rate.lua's `rate_reply` ([`charged!`] writes both ends of that function), so that
+//! an admitted charge can say how much it was granted.
+//!
+//! A prelude's locals (`K_META`, `IDEM_MS`, …) are what the scripts after it read: a test checks
+//! that every such name a script uses is declared by its own text or its preludes, because an
+//! undeclared one would only fail when the script runs (a global lookup Redis refuses).
 //!
 //! Every script is named once, in the table at the bottom ([`scripts!`]): the `Scripts` struct,
 //! loading them all, the script metrics' labels and which writes wait for replica acks all come
@@ -18,25 +23,20 @@ use redis::Script;
 
 macro_rules! with_budget {
     ($prelude:expr, $file:literal) => {
-        Script::new(concat!(
-            $prelude,
-            include_str!("scripts/budget.lua"),
-            "\n",
-            include_str!(concat!("scripts/", $file))
-        ))
+        concat!($prelude, include_str!("scripts/budget.lua"), "\n", include_str!(concat!("scripts/", $file)))
     };
 }
 
-/// `rate.lua`, then `parts` as the body of a function that `rate_end.lua` closes and calls, so
+/// `rate.lua`, then `parts` as the body of a function whose reply goes through `rate_reply`, so
 /// that a charged call's reply can say how many requests it was granted (see rate.lua).
 macro_rules! charged {
     ($($part:expr),+ $(,)?) => {
-        Script::new(concat!(
+        concat!(
             include_str!("scripts/rate.lua"),
             "\nlocal function script()\n",
             $($part, "\n",)+
-            include_str!("scripts/rate_end.lua")
-        ))
+            "end\nreturn rate_reply(script())\n"
+        )
     };
 }
 
@@ -63,8 +63,12 @@ macro_rules! scripts {
             /// Every script's name, in the table's order.
             pub const NAMES: [&'static str; [$(stringify!($name)),+].len()] = [$(stringify!($name)),+];
 
+            /// Every script's whole text as sent to Redis, in the table's order.
+            #[cfg(test)]
+            const SOURCES: [&'static str; Self::NAMES.len()] = [$($source),+];
+
             pub fn new() -> Self {
-                Self { $($name: $source,)+ }
+                Self { $($name: Script::new($source),)+ }
             }
 
             /// Every script with its name and whether it is acknowledged.
@@ -134,6 +138,58 @@ impl Default for Scripts {
 #[cfg(test)]
 mod tests {
     use super::Scripts;
+
+    /// The upper-case names (`K_STREAM`, `IDEM_MS`) a Lua text uses, outside strings and comments,
+    /// each with whether its first use is a `local` declaration.
+    fn constants(source: &str) -> Vec<(String, bool)> {
+        let mut seen: Vec<(String, bool)> = Vec::new();
+        for line in source.lines() {
+            let code = without_strings_and_comments(line);
+            let declares = code.trim_start().starts_with("local ");
+            for word in code.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+                let constant = word.len() > 1
+                    && word.starts_with(|c: char| c.is_ascii_uppercase())
+                    && word.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+                if constant && !matches!(word, "KEYS" | "ARGV") && !seen.iter().any(|(name, _)| name == word) {
+                    seen.push((word.to_owned(), declares));
+                }
+            }
+        }
+        seen
+    }
+
+    fn without_strings_and_comments(line: &str) -> String {
+        let mut code = String::new();
+        let mut quote = None;
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match quote {
+                Some(q) if c == q => quote = None,
+                Some(_) if c == '\\' => {
+                    chars.next();
+                }
+                Some(_) => {}
+                None if c == '\'' || c == '"' => quote = Some(c),
+                None if c == '-' && chars.peek() == Some(&'-') => break,
+                None => code.push(c),
+            }
+        }
+        code
+    }
+
+    #[test]
+    fn every_constant_a_script_reads_is_declared_before_it_by_the_script_or_its_preludes() {
+        for (name, source) in Scripts::NAMES.iter().zip(Scripts::SOURCES) {
+            for (constant, declared) in constants(source) {
+                assert!(declared, "{name}: {constant} is used before (or without) a `local` declaring it");
+            }
+        }
+        // The check itself finds an undeclared one, and ignores strings and comments.
+        assert_eq!(
+            constants("local K_A = 1\nreturn K_A + K_B -- K_C\nredis.call('SET')"),
+            [("K_A".to_owned(), true), ("K_B".to_owned(), false)]
+        );
+    }
 
     #[test]
     fn every_script_is_named_by_its_file_and_found_by_its_name() {

@@ -34,8 +34,8 @@ pub async fn spawn_console_delivering(db: PgPool) -> TestConsole {
 
 /// With its DNS checks (domains, custom hosts) asking `dns_servers` (`ip:port`).
 pub async fn spawn_console_with_dns(db: PgPool, dns_servers: &str) -> TestConsole {
-    let dns_servers = dns_servers.to_owned();
-    spawn_adjusted(db, false, move |config| config.dns_servers = dns_servers).await
+    let dns_server = dns_servers.parse().expect("ip:port");
+    spawn_adjusted(db, false, move |config| config.dns_servers = vec![dns_server]).await
 }
 
 /// With settings changed by `adjust` (billing's Stripe settings, say).
@@ -50,7 +50,7 @@ async fn spawn(db: PgPool, background: bool) -> TestConsole {
 async fn spawn_adjusted(db: PgPool, background: bool, adjust: impl FnOnce(&mut Config)) -> TestConsole {
     let namespace = aqs_testkit::namespace();
     let mut config = Config::for_tests("", &redis_url(), &namespace);
-    config.operator_emails = OPERATOR.into();
+    config.operator_emails = vec![OPERATOR.into()];
     adjust(&mut config);
     let redis = redis_conn::connect(&config.redis_urls()).await.expect("test Redis");
     // One engine shared by every role, as `aqs serve` builds it.

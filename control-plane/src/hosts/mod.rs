@@ -53,16 +53,16 @@ impl HostsContext {
         let acme = (!config.acme_directory_url.is_empty())
             .then(|| acme::Acme::new(&config.acme_directory_url, &config.acme_contact_email, &config.acme_ca_file));
         Ok(Self {
-            dns: dns::Dns::new(&config.dns_servers()?)?,
+            dns: dns::Dns::new(&config.dns_servers)?,
             policy: machine::Policy {
                 edge_hostname: config.edge_hostname.trim_end_matches('.').to_ascii_lowercase(),
                 renew_fraction: config.cert_renew_fraction,
                 recheck: Duration::from_secs(config.host_recheck_seconds.max(1)),
-                acme_configured: acme.is_some() && config.cert_cipher().is_some(),
+                acme_configured: acme.is_some() && config.cert_encryption_key.is_some(),
             },
             domain_recheck: Duration::from_secs(config.domain_recheck_seconds.max(1)),
             acme,
-            cipher: config.cert_cipher(),
+            cipher: config.cert_encryption_key.clone(),
             wake: Notify::new(),
         })
     }

@@ -106,7 +106,9 @@ async fn sessions_last_twelve_hours(db: PgPool) {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn operator_emails_become_operators_at_signup(db: PgPool) {
-    let app = spawn_app_with(db, |config| config.operator_emails = "root@example.com, ops@example.com".into()).await;
+    let app =
+        spawn_app_with(db, |config| config.operator_emails = vec!["root@example.com".into(), "ops@example.com".into()])
+            .await;
     let body = app.signup("OPS@example.com", PASSWORD).await.expect(201);
     assert_eq!(body["member"]["role"], "operator");
     let body = app.signup("ada@example.com", PASSWORD).await.expect(201);

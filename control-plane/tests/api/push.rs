@@ -125,7 +125,7 @@ async fn the_timeout_defaults_to_the_visibility_timeout_clamped(db: PgPool) {
 #[sqlx::test(migrations = "../migrations")]
 async fn each_broken_rule_is_a_400_that_names_it(db: PgPool) {
     let app = spawn_app_with(db, |c| {
-        c.operator_emails = super::push_admin::OPERATOR.into();
+        c.operator_emails = vec![super::push_admin::OPERATOR.into()];
         c.push_allow_private_networks = false;
     })
     .await;

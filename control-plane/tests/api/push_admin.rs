@@ -9,7 +9,7 @@ use sqlx::PgPool;
 pub const OPERATOR: &str = "op@example.com";
 
 pub async fn app_with_operator(db: PgPool) -> (TestApp, String) {
-    let app = spawn_app_with(db, |c| c.operator_emails = OPERATOR.into()).await;
+    let app = spawn_app_with(db, |c| c.operator_emails = vec![OPERATOR.into()]).await;
     let session = app.member(OPERATOR).await;
     (app, session)
 }

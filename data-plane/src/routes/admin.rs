@@ -9,8 +9,6 @@ use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::errors;
 use aqs_core::query::ApiQuery;
 use aqs_core::time::{now_ms, rfc3339};
-use aqs_core::token::Scope;
-use aqs_engine::Class;
 use aqs_engine::Selection;
 use axum::Json;
 use axum::body::Body;
@@ -55,11 +53,10 @@ pub async fn peek(
     ctx: QueueContext,
     ApiQuery(query): ApiQuery<LimitQuery>,
 ) -> ApiResult<Json<PeekAnswer>> {
-    let charge = ctx.authorize(&state, &[Scope::Manage], Class::Reads)?;
     let limit = query.limit()?;
     let messages = state
         .engine
-        .charged(charge)
+        .charged(ctx.charge)
         .peek(ctx.queue, limit, now_ms())
         .await?
         .ok_or_else(|| ApiError::not_found("no such queue"))?;
@@ -103,12 +100,13 @@ pub async fn purge(
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Json<PurgedAnswer>> {
-    let charge = ctx.authorize(&state, &[Scope::Manage], Class::Actions)?;
     let bytes = body::read(&headers, raw, 4096, true).await?;
     let request: PurgeRequest = body::parse(&bytes)?;
     let purged = match request.state.as_deref() {
-        None | Some("ready") => state.engine.charged(charge).purge_ready(ctx.queue, now_ms()).await?,
-        Some("dead") => state.engine.charged(charge).purge_dead_letters(ctx.queue, &Selection::All, now_ms()).await?,
+        None | Some("ready") => state.engine.charged(ctx.charge).purge_ready(ctx.queue, now_ms()).await?,
+        Some("dead") => {
+            state.engine.charged(ctx.charge).purge_dead_letters(ctx.queue, &Selection::All, now_ms()).await?
+        }
         Some(_) => return Err(ApiError::invalid("state must be \"ready\" or \"dead\"")),
     };
     Ok(Json(PurgedAnswer { purged }))

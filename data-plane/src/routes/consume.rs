@@ -12,8 +12,6 @@ use aqs_core::errors;
 use aqs_core::limits;
 use aqs_core::receipt::{Receipt, expiry_ms};
 use aqs_core::time::{now_ms, rfc3339};
-use aqs_core::token::Scope;
-use aqs_engine::Class;
 use aqs_engine::NackResult;
 use axum::Json;
 use axum::body::Body;
@@ -82,7 +80,6 @@ pub async fn consume(
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Json<ConsumeAnswer>> {
-    let charge = ctx.authorize(&state, &[Scope::Consume], Class::Messages)?;
     if state.auth.push_enabled(&mut state.engine.conn(), ctx.queue).await? {
         return Err(ApiError::PushEnabled(
             "this queue delivers its messages to an HTTP handler (push); consume is refused while push is on. \
@@ -115,7 +112,7 @@ pub async fn consume(
         }
     };
     let consumed =
-        longpoll::consume(&state, charge, ctx.queue, max, lease_ms, Duration::from_secs(u64::from(wait))).await?;
+        longpoll::consume(&state, ctx.charge, ctx.queue, max, lease_ms, Duration::from_secs(u64::from(wait))).await?;
     let expires_at_ms = expiry_ms(now_ms(), consumed.lease_ms);
     let messages = consumed
         .deliveries
@@ -191,10 +188,10 @@ pub async fn ack(
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Json<AckAnswer>> {
-    let charge = ctx.authorize(&state, &[Scope::Consume], Class::Messages)?;
     let request: AckRequest = body::parse(&body::read(&headers, raw, SMALL_BODY_LIMIT, false).await?)?;
     let decoded = Decoded::new(&state, &ctx, request.receipts)?;
-    let results = state.engine.charged(charge).ack_hinted(ctx.queue, &decoded.valid, &decoded.hints, now_ms()).await?;
+    let results =
+        state.engine.charged(ctx.charge).ack_hinted(ctx.queue, &decoded.valid, &decoded.hints, now_ms()).await?;
     let mut failed = decoded.failed;
     let mut acked = 0;
     for (ok, text) in results.into_iter().zip(decoded.valid_texts) {
@@ -217,7 +214,6 @@ pub async fn nack(
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Json<NackAnswer>> {
-    let charge = ctx.authorize(&state, &[Scope::Consume], Class::Messages)?;
     let request: NackRequest = body::parse(&body::read(&headers, raw, SMALL_BODY_LIMIT, false).await?)?;
     let delay = request.delay_seconds.unwrap_or(0);
     if delay > NACK_DELAY_MAX_SECS {
@@ -225,7 +221,8 @@ pub async fn nack(
     }
     let error = truncate(request.error.unwrap_or_default(), ERROR_MAX_BYTES);
     let decoded = Decoded::new(&state, &ctx, request.receipts)?;
-    let results = state.engine.charged(charge).nack(ctx.queue, &decoded.valid, delay * 1000, &error, now_ms()).await?;
+    let results =
+        state.engine.charged(ctx.charge).nack(ctx.queue, &decoded.valid, delay * 1000, &error, now_ms()).await?;
     let mut failed = decoded.failed;
     let mut nacked = 0;
     for (result, text) in results.into_iter().zip(decoded.valid_texts) {

@@ -11,8 +11,6 @@ use aqs_core::ids::MessageId;
 use aqs_core::limits;
 use aqs_core::query::ApiQuery;
 use aqs_core::time::{now_ms, rfc3339};
-use aqs_core::token::Scope;
-use aqs_engine::Class;
 use aqs_engine::{DeadLetter, REASON_FILTER_MAX, Selection};
 use axum::Json;
 use axum::body::Body;
@@ -74,11 +72,10 @@ pub async fn list(
     ctx: QueueContext,
     ApiQuery(query): ApiQuery<LimitQuery>,
 ) -> ApiResult<Json<DeadLetterList>> {
-    let charge = ctx.authorize(&state, &[Scope::Manage], Class::Reads)?;
     let limit = query.limit()?;
     let letters = state
         .engine
-        .charged(charge)
+        .charged(ctx.charge)
         .dead_letters(ctx.queue, limit)
         .await?
         .ok_or_else(|| ApiError::not_found("no such queue"))?;
@@ -161,9 +158,8 @@ pub async fn replay(
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Json<ReplayedAnswer>> {
-    let charge = ctx.authorize(&state, &[Scope::Manage], Class::Actions)?;
     let selection = selection(&headers, raw).await?;
-    let replayed = state.engine.charged(charge).replay_dead_letters(ctx.queue, &selection).await?;
+    let replayed = state.engine.charged(ctx.charge).replay_dead_letters(ctx.queue, &selection).await?;
     Ok(Json(ReplayedAnswer { replayed }))
 }
 
@@ -178,9 +174,8 @@ pub async fn purge(
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Json<PurgedAnswer>> {
-    let charge = ctx.authorize(&state, &[Scope::Manage], Class::Actions)?;
     let selection = selection(&headers, raw).await?;
-    let purged = state.engine.charged(charge).purge_dead_letters(ctx.queue, &selection, now_ms()).await?;
+    let purged = state.engine.charged(ctx.charge).purge_dead_letters(ctx.queue, &selection, now_ms()).await?;
     Ok(Json(PurgedAnswer { purged }))
 }
 

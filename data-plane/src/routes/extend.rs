@@ -13,8 +13,6 @@ use aqs_core::errors;
 use aqs_core::limits;
 use aqs_core::receipt::{Receipt, expiry_ms};
 use aqs_core::time::{now_ms, rfc3339};
-use aqs_core::token::Scope;
-use aqs_engine::Class;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
@@ -66,7 +64,6 @@ pub async fn extend(
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Json<ExtendAnswer>> {
-    let charge = ctx.authorize(&state, &[Scope::Consume], Class::Messages)?;
     let request: ExtendRequest = body::parse(&body::read(&headers, raw, SMALL_BODY_LIMIT, false).await?)?;
     let secs = request.visibility_seconds;
     if !(u64::from(limits::VISIBILITY_MIN_SECS)..=u64::from(limits::VISIBILITY_MAX_SECS)).contains(&secs) {
@@ -79,7 +76,8 @@ pub async fn extend(
     let lease_ms = secs * 1000;
     let decoded = Decoded::new(&state, &ctx, request.receipts)?;
     let now = now_ms();
-    let results = state.engine.charged(charge).extend(ctx.queue, &decoded.valid, &decoded.hints, lease_ms, now).await?;
+    let results =
+        state.engine.charged(ctx.charge).extend(ctx.queue, &decoded.valid, &decoded.hints, lease_ms, now).await?;
     let mut answer = ExtendAnswer { extended: Vec::new(), failed: decoded.failed };
     let lease_ends = rfc3339(now + lease_ms);
     let rows = decoded.valid.into_iter().zip(decoded.hints).zip(decoded.valid_texts);

@@ -1,9 +1,11 @@
 //! The HTTP surface: `/queue/v1/health`, `/queue/v1/openapi.json` and the per-queue routes under
 //! `/queue/v1/{slug}`.
 //!
-//! Handlers take a [`QueueContext`](crate::QueueContext) (401/404 before anything else), check
-//! their scope first (403), and only then read the body. The token's rate budget is taken by the
-//! script the request runs (429 there, before the script changes anything; `engine/src/rate.rs`).
+//! Each per-queue route declares here what it allows: the scopes of which the token needs one and
+//! the rate budget it is charged to ([`access`]). Handlers take a
+//! [`QueueContext`](crate::QueueContext), which answers 401, 404 and 403 in that order before the
+//! handler reads anything; the budget is taken by the script the request runs (429 there, before
+//! the script changes anything; `engine/src/rate.rs`).
 
 mod admin;
 mod alternatives;
@@ -17,8 +19,11 @@ mod receipts;
 mod stats;
 pub(crate) mod views;
 
+use crate::auth::access;
 use crate::state::DataPlane;
 use aqs_core::openapi::Routes;
+use aqs_core::token::Scope;
+use aqs_engine::Class;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::HeaderValue;
@@ -62,19 +67,24 @@ fn routes_at(root: &str) -> Routes<DataPlane> {
     // Handlers read their bodies themselves, after the scope check, under their own limit (a
     // per-queue one for publishes; see body.rs), so axum's default limit is off.
     let at = |path: &str| format!("{root}{path}");
+    use Scope::{Consume, Manage, Send};
+    const SEND: &[Scope] = &[Send];
+    const CONSUME: &[Scope] = &[Consume];
+    const MANAGE: &[Scope] = &[Manage];
+    const SEND_OR_CONSUME: &[Scope] = &[Send, Consume];
     Routes::new()
-        .route(&at("/messages"), post(publish::publish_one))
-        .route(&at("/messages/batch"), post(publish::publish_batch))
-        .route(&at("/consume"), post(consume::consume))
-        .route(&at("/ack"), post(consume::ack))
-        .route(&at("/nack"), post(consume::nack))
-        .route(&at("/extend"), post(extend::extend))
-        .route(&at("/stats"), get(stats::stats))
-        .route(&at("/messages/peek"), get(admin::peek))
-        .route(&at("/purge"), post(admin::purge))
-        .route(&at("/dead-letters"), get(dead_letters::list))
-        .route(&at("/dead-letters/replay"), post(dead_letters::replay))
-        .route(&at("/dead-letters/purge"), post(dead_letters::purge))
+        .route(&at("/messages"), post(publish::publish_one).layer(access(SEND, Class::Messages)))
+        .route(&at("/messages/batch"), post(publish::publish_batch).layer(access(SEND, Class::Messages)))
+        .route(&at("/consume"), post(consume::consume).layer(access(CONSUME, Class::Messages)))
+        .route(&at("/ack"), post(consume::ack).layer(access(CONSUME, Class::Messages)))
+        .route(&at("/nack"), post(consume::nack).layer(access(CONSUME, Class::Messages)))
+        .route(&at("/extend"), post(extend::extend).layer(access(CONSUME, Class::Messages)))
+        .route(&at("/stats"), get(stats::stats).layer(access(SEND_OR_CONSUME, Class::Reads)))
+        .route(&at("/messages/peek"), get(admin::peek).layer(access(MANAGE, Class::Reads)))
+        .route(&at("/purge"), post(admin::purge).layer(access(MANAGE, Class::Actions)))
+        .route(&at("/dead-letters"), get(dead_letters::list).layer(access(MANAGE, Class::Reads)))
+        .route(&at("/dead-letters/replay"), post(dead_letters::replay).layer(access(MANAGE, Class::Actions)))
+        .route(&at("/dead-letters/purge"), post(dead_letters::purge).layer(access(MANAGE, Class::Actions)))
         .map(|router| {
             router
                 .layer(DefaultBodyLimit::disable())

@@ -17,8 +17,7 @@ use aqs_core::errors;
 use aqs_core::limits::{self, KIB};
 use aqs_core::projection::QueueMeta;
 use aqs_core::time::{now_ms, rfc3339};
-use aqs_core::token::Scope;
-use aqs_engine::{Charge, Class, NewMessage, PublishOutcome, Published};
+use aqs_engine::{NewMessage, PublishOutcome, Published};
 use axum::extract::{Request, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderValue, StatusCode};
@@ -110,12 +109,11 @@ errors!(PublishErrors: "invalid_request", "unauthorized", "forbidden", "not_foun
     security(("queue_token" = [])))]
 // Both publish handlers take the whole request rather than a `HeaderMap`, which axum would copy.
 pub async fn publish_one(State(state): State<DataPlane>, ctx: QueueContext, request: Request) -> ApiResult<Response> {
-    let charge = ctx.authorize(&state, &[Scope::Send], Class::Messages)?;
     let meta = queue_meta(&state, &ctx).await?;
     let (parts, raw) = request.into_parts();
     let bytes = body::read(&parts.headers, raw, 2 * meta.payload_limit + 64 * KIB, false).await?;
     let message = validate(body::parse(&bytes)?, &meta)?;
-    let stored = store(&state, &ctx, charge, &[message]).await.map_err(unbatch)?;
+    let stored = store(&state, &ctx, &[message]).await.map_err(unbatch)?;
     let status = status_of(&stored);
     let [published] = <[Published; 1]>::try_from(stored)
         .map_err(|stored| anyhow::anyhow!("a single publish stored {} messages", stored.len()))?;
@@ -132,7 +130,6 @@ pub async fn publish_one(State(state): State<DataPlane>, ctx: QueueContext, requ
         PublishErrors),
     security(("queue_token" = [])))]
 pub async fn publish_batch(State(state): State<DataPlane>, ctx: QueueContext, request: Request) -> ApiResult<Response> {
-    let charge = ctx.authorize(&state, &[Scope::Send], Class::Messages)?;
     let meta = queue_meta(&state, &ctx).await?;
     let envelope = limits::batch_envelope_limit(meta.payload_limit);
     let (parts, raw) = request.into_parts();
@@ -153,7 +150,7 @@ pub async fn publish_batch(State(state): State<DataPlane>, ctx: QueueContext, re
             "the batch holds {content} bytes of bodies and attributes; this queue accepts {envelope} per request"
         )));
     }
-    let stored = store(&state, &ctx, charge, &messages).await?;
+    let stored = store(&state, &ctx, &messages).await?;
     let status = status_of(&stored);
     let answer = PublishedBatch { messages: stored.into_iter().map(PublishedMessage::from).collect() };
     Ok(json_response(status, answer.to_json()))
@@ -228,15 +225,10 @@ fn validate(request: PublishRequest<'_>, meta: &QueueMeta) -> ApiResult<NewMessa
 }
 
 /// Runs the publish script and maps a refusal to its error (entry-specific ones carry the index).
-async fn store(
-    state: &DataPlane,
-    ctx: &QueueContext,
-    charge: Charge,
-    messages: &[NewMessage],
-) -> ApiResult<Vec<Published>> {
+async fn store(state: &DataPlane, ctx: &QueueContext, messages: &[NewMessage]) -> ApiResult<Vec<Published>> {
     let in_batch = |index: usize, source: ApiError| ApiError::InBatch { index, source: Box::new(source) };
     // The engine wakes this process's long polls after the write (`aqs_engine::Waiters`).
-    let outcome = state.engine.charged(charge).publish(ctx.queue, messages, now_ms()).await;
+    let outcome = state.engine.charged(ctx.charge).publish(ctx.queue, messages, now_ms()).await;
     match outcome? {
         PublishOutcome::Stored(published) => Ok(published),
         PublishOutcome::QueueMissing => Err(ApiError::not_found("no such queue")),

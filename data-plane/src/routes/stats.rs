@@ -6,8 +6,6 @@ use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::errors;
 use aqs_core::time::{now_ms, rfc3339};
-use aqs_core::token::Scope;
-use aqs_engine::Class;
 use axum::Json;
 use axum::extract::State;
 use serde::Serialize;
@@ -49,11 +47,10 @@ errors!(StatsErrors: "unauthorized", "forbidden", "not_found", "rate_limited", "
     responses((status = 200, body = StatsAnswer, description = "The queue's figures."), StatsErrors),
     security(("queue_token" = [])))]
 pub async fn stats(State(state): State<DataPlane>, ctx: QueueContext) -> ApiResult<Json<StatsAnswer>> {
-    let charge = ctx.authorize(&state, &[Scope::Send, Scope::Consume], Class::Reads)?;
     let now = now_ms();
     let s = state
         .engine
-        .charged(charge)
+        .charged(ctx.charge)
         .stats(ctx.queue, now)
         .await?
         .ok_or_else(|| ApiError::not_found("no such queue"))?;
