@@ -6,8 +6,10 @@ mod pages {
     mod account;
     mod auth;
     mod billing;
+    mod browser;
     // Shared with the control plane's tests; this binary uses only part of it.
     mod callback_urls;
+    mod charts;
     mod csrf;
     mod dead_letters;
     mod every_error;
