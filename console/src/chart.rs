@@ -140,7 +140,7 @@ mod tests {
     use super::*;
 
     fn day(day: u32, published: u64, delivered: u64) -> DailyCount {
-        DailyCount { day, published, delivered, acked: 0 }
+        DailyCount { day, published, delivered, ..DailyCount::default() }
     }
 
     #[test]

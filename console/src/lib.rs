@@ -32,6 +32,7 @@ mod line_chart;
 mod next;
 mod once;
 mod pages;
+mod palette;
 mod signer;
 mod state;
 mod tabs;

@@ -18,10 +18,7 @@ use aqs_engine::{DailyCount, Latency, MinuteCount};
 fn merged<'a>(all: impl Iterator<Item = &'a Latency>) -> Latency {
     let mut out = Latency::default();
     for l in all {
-        out.sum_ms += l.sum_ms;
-        for (total, n) in out.buckets.iter_mut().zip(l.buckets) {
-            *total += n;
-        }
+        out.merge(l);
     }
     out
 }
@@ -129,7 +126,6 @@ mod tests {
     fn latency(times: &[u64]) -> Latency {
         let mut l = Latency::default();
         for &ms in times {
-            l.sum_ms += ms;
             l.buckets[if ms < 2 { 0 } else { 63 - ms.leading_zeros() as usize }] += 1;
         }
         l

@@ -1,17 +1,16 @@
-//! Publish → ack times as `ack.lua` records them (`scripts/minutes.lua`): per minute and per UTC
-//! day a sum in milliseconds and a histogram of log-scale buckets, bucket `k` holding the times in
-//! [2^k, 2^(k+1)) ms (bucket 0 also 0 and 1 ms; the last one everything longer). The mean is exact;
-//! a percentile is read back from the buckets, so it is approximate: it lies in the right bucket,
-//! hence within a factor of 2 of the true value, and is placed inside the bucket by the rank's
-//! position there on a log scale (docs/redis-model.md, "Age and latency").
+//! Publish → ack times as `ack.lua` records them (`scripts/minutes.lua`): per minute (and, folded
+//! by the sweeper, per UTC day) a histogram of log-scale buckets, bucket `k` holding the times in
+//! [2^k, 2^(k+1)) ms (bucket 0 also 0 and 1 ms; the last one everything longer). A percentile is
+//! read back from the buckets, so it is approximate: it lies in the right bucket, hence within a
+//! factor of 2 of the true value, and is placed inside the bucket by the rank's position there on
+//! a log scale. No sum is kept, so there is no mean: one HINCRBY per ack call is the whole cost on
+//! the ack path (docs/redis-model.md, "Age and latency").
 
 /// Buckets of the histogram: `LATENCY_TOP + 1` in `minutes.lua`.
 pub const LATENCY_BUCKETS: usize = 32;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Latency {
-    /// Sum of the recorded times, ms.
-    pub sum_ms: u64,
     /// How many times fell in each bucket.
     pub buckets: [u64; LATENCY_BUCKETS],
 }
@@ -20,12 +19,6 @@ impl Latency {
     /// How many acknowledgements were timed.
     pub fn count(&self) -> u64 {
         self.buckets.iter().sum()
-    }
-
-    /// The exact mean, ms; `None` when nothing was timed.
-    pub fn mean_ms(&self) -> Option<u64> {
-        let count = self.count();
-        (count > 0).then(|| self.sum_ms / count)
     }
 
     /// The `q` quantile (0 < q ≤ 1), ms, estimated from the buckets; `None` when nothing was
@@ -54,8 +47,15 @@ impl Latency {
 
     /// Adds one recorded count to bucket `k` (a field read back from Redis); an unknown bucket
     /// goes to the last one.
-    pub(crate) fn add(&mut self, k: usize, n: u64) {
+    pub fn add(&mut self, k: usize, n: u64) {
         self.buckets[k.min(LATENCY_BUCKETS - 1)] += n;
+    }
+
+    /// Adds every bucket of `other`: the histogram of both together.
+    pub fn merge(&mut self, other: &Latency) {
+        for (total, n) in self.buckets.iter_mut().zip(other.buckets) {
+            *total += n;
+        }
     }
 }
 
@@ -66,7 +66,6 @@ mod tests {
     fn of(times: &[u64]) -> Latency {
         let mut l = Latency::default();
         for &ms in times {
-            l.sum_ms += ms;
             // As minutes.lua's latency_bucket.
             let k = if ms < 2 { 0 } else { 63 - ms.leading_zeros() as usize };
             l.add(k, 1);
@@ -76,7 +75,7 @@ mod tests {
 
     #[test]
     fn empty_has_no_figures() {
-        assert_eq!((Latency::default().mean_ms(), Latency::default().quantile_ms(0.5)), (None, None));
+        assert_eq!(Latency::default().quantile_ms(0.5), None);
     }
 
     #[test]
@@ -86,7 +85,6 @@ mod tests {
         times.extend([5_000, 5_100]);
         let l = of(&times);
         assert_eq!(l.count(), 100);
-        assert_eq!(l.mean_ms(), Some((98 * 10 + 10_100) / 100));
         let p50 = l.quantile_ms(0.5).unwrap();
         assert!((8..16).contains(&p50), "{p50}");
         let p99 = l.quantile_ms(0.99).unwrap();

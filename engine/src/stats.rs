@@ -101,12 +101,12 @@ impl Engine {
     /// happened). One HMGET; kept for `DAILY_HISTORY_DAYS`.
     pub async fn daily_counts(&self, queue: QueueId, days: u32, now_ms: u64) -> StorageResult<Vec<DailyCount>> {
         let days: Vec<u32> = (0..u64::from(days)).rev().map(|back| utc_day(now_ms - back * 86_400_000)).collect();
-        // Per day: the three counts, the latency sum, the oldest age, then the buckets.
-        const PER_DAY: usize = 5 + LATENCY_BUCKETS;
+        // Per day: the three counts, the oldest age, then the latency buckets the sweeper folded.
+        const PER_DAY: usize = 4 + LATENCY_BUCKETS;
         let fields: Vec<String> = days
             .iter()
             .flat_map(|d| {
-                ["pub", "del", "ack", "lat", "age"]
+                ["pub", "del", "ack", "age"]
                     .into_iter()
                     .map(move |kind| format!("{kind}:{d}"))
                     .chain((0..LATENCY_BUCKETS).map(move |k| format!("lh{k}:{d}")))
@@ -116,15 +116,25 @@ impl Engine {
             return Ok(Vec::new());
         }
         let mut conn = self.conn.clone();
+        let q = self.keys.queue(queue);
         let _no_flush = self.ledger.read_gate().await;
-        let values: Vec<Option<u64>> =
-            redis::cmd("HMGET").arg(self.keys.queue(queue).stats()).arg(&fields).query_async(&mut conn).await?;
-        Ok(days
+        // One snapshot of both hashes: the sweeper moves a minute's buckets from one to the other
+        // atomically, so each counts once.
+        let (values, minutes): (Vec<Option<u64>>, Vec<(String, i64)>) = redis::pipe()
+            .atomic()
+            .cmd("HMGET")
+            .arg(q.stats())
+            .arg(&fields)
+            .cmd("HGETALL")
+            .arg(q.minutes())
+            .query_async(&mut conn)
+            .await?;
+        let mut out: Vec<DailyCount> = days
             .iter()
             .zip(values.chunks(PER_DAY))
             .map(|(&day, v)| {
-                let mut latency = Latency { sum_ms: v[3].unwrap_or(0), ..Latency::default() };
-                for (k, n) in v[5..].iter().enumerate() {
+                let mut latency = Latency::default();
+                for (k, n) in v[4..].iter().enumerate() {
                     latency.add(k, n.unwrap_or(0));
                 }
                 DailyCount {
@@ -133,10 +143,19 @@ impl Engine {
                     delivered: v[1].unwrap_or(0),
                     acked: v[2].unwrap_or(0),
                     latency,
-                    oldest_age_ms: v[4],
+                    oldest_age_ms: v[3],
                 }
             })
-            .collect())
+            .collect();
+        // The minutes not folded yet (up to about 70 minutes of them) count in their days.
+        for (field, count) in minutes {
+            if let Some((Field::LatencyBucket(k), minute)) = parse_field(&field)
+                && let Some(day) = out.iter_mut().find(|d| d.day == utc_day(minute * 60_000))
+            {
+                day.latency.add(k, count.max(0) as u64);
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -167,7 +186,6 @@ impl Engine {
                 Field::Delivered => slot.delivered = count,
                 Field::Acked => slot.acked = count,
                 Field::DeadLettered => slot.dead_lettered = count,
-                Field::LatencySum => slot.latency.sum_ms = count,
                 Field::LatencyBucket(k) => slot.latency.add(k, count),
                 Field::OldestAge => slot.oldest_age_ms = Some(count),
             }
@@ -186,13 +204,12 @@ enum Field {
     Delivered,
     Acked,
     DeadLettered,
-    LatencySum,
     LatencyBucket(usize),
     OldestAge,
 }
 
-/// A field of the minutes hash: `<kind><minute>`, kind one of `p`, `d`, `a`, `x`, `l` (latency
-/// sum), `o` (oldest age), or `lh<k>:<minute>` (latency bucket k).
+/// A field of the minutes hash: `<kind><minute>`, kind one of `p`, `d`, `a`, `x`, `o` (oldest
+/// age), or `lh<k>:<minute>` (latency bucket k).
 fn parse_field(field: &str) -> Option<(Field, u64)> {
     if let Some(bucket) = field.strip_prefix("lh") {
         let (k, minute) = bucket.split_once(':')?;
@@ -203,7 +220,6 @@ fn parse_field(field: &str) -> Option<(Field, u64)> {
         'd' => Field::Delivered,
         'a' => Field::Acked,
         'x' => Field::DeadLettered,
-        'l' => Field::LatencySum,
         'o' => Field::OldestAge,
         _ => return None,
     };
@@ -223,7 +239,7 @@ mod tests {
     fn a_minute_field_names_its_kind_and_minute() {
         assert_eq!(parse_field("p29934824"), Some((Field::Published, 29_934_824)));
         assert_eq!(parse_field("x1"), Some((Field::DeadLettered, 1)));
-        assert_eq!(parse_field("l7"), Some((Field::LatencySum, 7)));
+        assert_eq!(parse_field("l7"), None);
         assert_eq!(parse_field("o7"), Some((Field::OldestAge, 7)));
         assert_eq!(parse_field("lh12:7"), Some((Field::LatencyBucket(12), 7)));
         assert_eq!(parse_field("lh12"), None);

@@ -13,8 +13,8 @@
 -- check; an entry leaves the PEL (XACK) in the same script that deletes it, so a PEL record means
 -- the entry is there. Writes are one command per kind for the whole batch.
 -- Each acknowledged message's publish -> ack time (now - the stream id's milliseconds: when the
--- entry entered the stream) goes into the minute's and the day's histograms (count_latency,
--- minutes.lua): what the Overview's latency graphs read.
+-- entry entered the stream) goes into the minute's histogram (count_latency, minutes.lua; the
+-- sweeper folds it into the day's): what the Overview's latency graphs read.
 local refused = rate_refused() if refused then return refused end
 local now, day, count = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local out = {}
@@ -60,7 +60,7 @@ local function pending(sid)
 end
 
 local any_backoff = redis.call('ZCARD', K_BACKOFF) > 0
-local sids, mids, seen, acked, freed, times = {}, {}, {}, 0, 0, {}
+local sids, mids, seen, acked, freed, latency = {}, {}, {}, 0, 0, {}
 for i = 0, count - 1 do
   local base = 4 + i * 6
   local sid, mid, delivery, n = ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2]), ARGV[base + 3]
@@ -84,8 +84,8 @@ for i = 0, count - 1 do
     if e then release_idem(e, now) end
     freed = freed + tonumber(sz)
     acked = acked + 1
-    -- A replica's clock a little behind the publisher's must not count a negative time.
-    times[acked] = math.max(0, now - added_at[i])
+    -- A replica's clock a little behind Redis's counts as 0 ms (bucket 0), never negative.
+    time_latency(latency, now - added_at[i])
     out[#out + 1] = 1
   else
     out[#out + 1] = 0
@@ -102,5 +102,5 @@ end
 if freed > 0 then redis.call('HINCRBY', K_STATS, 'bytes', -freed) end
 bump('ack:', day, acked)
 count_minute(K_MINUTES, now, 0, 0, acked, 0)
-count_latency(K_MINUTES, K_STATS, now, day, times)
+count_latency(K_MINUTES, now, latency)
 return out

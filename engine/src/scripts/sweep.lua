@@ -59,7 +59,7 @@ if prune_before > 0 then
     local d = string.match(field, '^%w+:(%d+)$')
     if d and tonumber(d) < prune_before then redis.call('HDEL', K_STATS, field) end
   end
-  prune_minutes(K_MINUTES, now)
+  prune_minutes(K_MINUTES, K_STATS, now)
 end
 -- Leases of replicas that stopped renewing become stored bytes (budget.lua), and stored bytes are
 -- exact again once the queue holds nothing and no lease is out: what an expired lease added beyond
