@@ -49,32 +49,8 @@ impl Unit {
             Unit::Count => crate::chart::nice_step(raw),
             Unit::Millis => {
                 const STEPS: [u64; 27] = [
-                    1,
-                    2,
-                    5,
-                    10,
-                    20,
-                    50,
-                    100,
-                    200,
-                    500,
-                    1_000,
-                    2_000,
-                    5_000,
-                    10_000,
-                    15_000,
-                    30_000,
-                    60_000,
-                    120_000,
-                    300_000,
-                    600_000,
-                    900_000,
-                    1_800_000,
-                    3_600_000,
-                    7_200_000,
-                    10_800_000,
-                    21_600_000,
-                    43_200_000,
+                    1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000, 120_000,
+                    300_000, 600_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 10_800_000, 21_600_000, 43_200_000,
                     86_400_000,
                 ];
                 STEPS.iter().copied().find(|&s| s >= raw).unwrap_or_else(|| raw.div_ceil(86_400_000) * 86_400_000)
@@ -265,7 +241,9 @@ pub(crate) fn build(spec: Spec, inputs: Vec<Input>) -> LineChart {
     order.sort_by_key(|s| (total(s) > 0, std::cmp::Reverse(total(s))));
 
     let value = |s: &Input, i: usize| s.values.get(i).copied().flatten();
-    let texts = |i: usize| -> Vec<String> { inputs.iter().map(|s| value(s, i).map_or("—".into(), |v| unit.text(v))).collect() };
+    let texts = |i: usize| -> Vec<String> {
+        inputs.iter().map(|s| value(s, i).map_or("—".into(), |v| unit.text(v))).collect()
+    };
     let columns = labels
         .iter()
         .enumerate()
@@ -302,10 +280,7 @@ pub(crate) fn build(spec: Spec, inputs: Vec<Input>) -> LineChart {
         baseline: px(baseline),
         plot_height: px(plot),
         grid: (0..=GRID_STEPS).map(|k| GridLine { y: px(y_of(k * step)), label: unit.text(k * step) }).collect(),
-        ticks: ticks
-            .iter()
-            .filter_map(|&i| Some(Tick { x: px(x_of(i)), label: labels.get(i)?.clone() }))
-            .collect(),
+        ticks: ticks.iter().filter_map(|&i| Some(Tick { x: px(x_of(i)), label: labels.get(i)?.clone() })).collect(),
         series: order.into_iter().map(draw).collect(),
         legend: inputs.iter().map(draw).collect(),
         columns,

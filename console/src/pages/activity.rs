@@ -73,7 +73,11 @@ pub(crate) fn minutes(counts: &[MinuteCount], now: u64, oldest_now: Option<u64>)
         title: "Published, delivered, acknowledged and dead-lettered messages per minute, last hour (UTC)".into(),
         desc: format!(
             "Totals over the hour: {}. The table below lists each minute.",
-            KINDS.iter().map(|(_, label, _, f)| format!("{} {}", counts.iter().map(f).sum::<u64>(), label.to_lowercase())).collect::<Vec<_>>().join(", ")
+            KINDS
+                .iter()
+                .map(|(_, label, _, f)| format!("{} {}", counts.iter().map(f).sum::<u64>(), label.to_lowercase()))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         summary_label: "Last hour",
         table_summary: "Counts per minute",
@@ -144,7 +148,11 @@ mod tests {
     #[test]
     fn totals_rows_and_ten_minute_labels_follow_the_counts() {
         let counts: Vec<MinuteCount> = (0..60)
-            .map(|i| MinuteCount { start_ms: (i + 5) * 60_000, published: u64::from(i == 59) * 3, ..MinuteCount::default() })
+            .map(|i| MinuteCount {
+                start_ms: (i + 5) * 60_000,
+                published: u64::from(i == 59) * 3,
+                ..MinuteCount::default()
+            })
             .collect();
         let m = minutes(&counts, 65 * 60_000, None);
         assert_eq!(m.counts.legend[0].summary, "3");

@@ -132,7 +132,10 @@ impl Browser {
                      document.querySelector('main').append(p);";
         self.run(probe).await;
         let seen = self.run(CONTRAST_FAILURES).await;
-        assert!(seen.to_string().contains("probe"), "the contrast check misses a text as light as its background: {seen}");
+        assert!(
+            seen.to_string().contains("probe"),
+            "the contrast check misses a text as light as its background: {seen}"
+        );
         self.run("document.getElementById('contrast-probe').remove();").await;
         self.run(CONTRAST_FAILURES).await
     }

@@ -124,12 +124,20 @@ async fn the_last_hour_reads_truthfully_in_chromium(db: PgPool) {
     // The pointer on the current minute: the legend names it and its values; off the chart, the
     // totals come back.
     browser.point_at("svg[data-chart=minutes] .hit:last-of-type").await;
-    let minute = browser.run("return document.querySelector('svg[data-chart=minutes] .hit:last-of-type').dataset.label;").await;
-    browser.until("the legend names the minute", &format!("return document.getElementById('minutes-when').textContent === {minute};")).await;
+    let minute =
+        browser.run("return document.querySelector('svg[data-chart=minutes] .hit:last-of-type').dataset.label;").await;
+    browser
+        .until(
+            "the legend names the minute",
+            &format!("return document.getElementById('minutes-when').textContent === {minute};"),
+        )
+        .await;
     assert_eq!(browser.run(&text("minutes-published")).await, json!("6"));
     assert_eq!(browser.run(&text("minutes-acked")).await, json!("4"));
     browser.point_away().await;
-    browser.until("the totals are back", "return document.getElementById('minutes-when').textContent === 'Last hour';").await;
+    browser
+        .until("the totals are back", "return document.getElementById('minutes-when').textContent === 'Last hour';")
+        .await;
     assert_eq!(browser.run(&text("minutes-published")).await, json!("7"));
 
     // Age and latency: the oldest message's 10 minutes, the acks' 2 s (an estimate).
@@ -139,7 +147,9 @@ async fn the_last_hour_reads_truthfully_in_chromium(db: PgPool) {
         let p = browser.run(&text(id)).await;
         assert!(p.as_str().unwrap().ends_with(" s"), "{id}: {p}");
     }
-    let age_line = browser.run("return document.querySelector('svg[data-chart=timing-minutes] path.line.age').getAttribute('d');").await;
+    let age_line = browser
+        .run("return document.querySelector('svg[data-chart=timing-minutes] path.line.age').getAttribute('d');")
+        .await;
     assert!(age_line.as_str().unwrap().contains('L'), "the age is drawn: {age_line}");
 
     browser.screenshot("overview-charts").await;
@@ -174,11 +184,20 @@ async fn without_javascript_the_legend_has_the_totals_and_the_table_the_minutes(
     browser.goto(&format!("{}/queues/jobs", app.base)).await;
     assert_eq!(browser.run("return document.getElementById('minutes-published').textContent;").await, json!("7"));
     // The browser's own tooltip names each value of the minute.
-    let title = browser.run("return document.querySelector('svg[data-chart=minutes] .hit:last-of-type title').textContent;").await;
+    let title = browser
+        .run("return document.querySelector('svg[data-chart=minutes] .hit:last-of-type title').textContent;")
+        .await;
     let title = title.as_str().unwrap();
     assert!(title.contains("Published 6, Delivered 6, Acknowledged 4, Dead-lettered 2"), "{title}");
     // The numbers per minute, once their disclosure is opened.
-    browser.client.find(fantoccini::Locator::Css("#minutes-chart + details summary")).await.unwrap().click().await.unwrap();
+    browser
+        .client
+        .find(fantoccini::Locator::Css("#minutes-chart + details summary"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     let rows = browser.run("const t = document.getElementById('minutes-table'); return [t.checkVisibility(), t.tBodies[0].rows.length];").await;
     assert_eq!(rows, json!([true, 2]), "the current minute and 10 minutes ago");
     assert_eq!(browser.contrast_failures().await, json!([]));

@@ -24,7 +24,8 @@ async fn leased(app: &TestApp, queue: &TestQueue, n: usize) -> Vec<Receipt> {
     let now = now_ms();
     let batch: Vec<NewMessage> = (0..n).map(|i| message(&format!("m{i}"))).collect();
     engine.publish(queue.id, &batch, now).await.unwrap();
-    let ConsumeOutcome::Delivered { deliveries, .. } = engine.consume(queue.id, n as u32, 600_000, now, 0).await.unwrap()
+    let ConsumeOutcome::Delivered { deliveries, .. } =
+        engine.consume(queue.id, n as u32, 600_000, now, 0).await.unwrap()
     else {
         panic!("nothing delivered");
     };
@@ -119,8 +120,10 @@ async fn pruning_drops_old_latency_and_age_fields_with_the_counts() {
         .iter()
         .flat_map(|m| [format!("lh3:{m}"), format!("lh5:{m}"), format!("o{m}"), format!("a{m}")])
         .collect();
-    let day_fields: Vec<String> =
-        [old_day, recent_day].iter().flat_map(|d| [format!("ack:{d}"), format!("lh3:{d}"), format!("age:{d}")]).collect();
+    let day_fields: Vec<String> = [old_day, recent_day]
+        .iter()
+        .flat_map(|d| [format!("ack:{d}"), format!("lh3:{d}"), format!("age:{d}")])
+        .collect();
     for (key, fields) in [(q.minutes(), &minute_fields), (q.stats(), &day_fields)] {
         let mut cmd = redis::cmd("HSET");
         cmd.arg(&key);
