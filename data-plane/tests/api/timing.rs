@@ -159,3 +159,54 @@ async fn pruning_drops_old_latency_and_age_fields_with_the_counts() {
     assert_eq!((recent.latency.buckets[3], recent.acked, recent.oldest_age_ms), (7, 7, Some(7)));
     assert_eq!((after[3].latency.buckets[3], after[3].oldest_age_ms), (7, Some(7)));
 }
+
+/// The ack script's cost as Redis counts it (`INFO commandstats`, EVALSHA's usec_per_call): 20,000
+/// messages published and leased first, then acknowledged 1, 10 or 100 receipts a call, with only
+/// the acks counted. Ignored: it resets the test Redis's statistics, so run it alone on a private
+/// Redis, on two commits to compare them (docs/redis-model.md, "Age and latency").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn ack_script_cost() {
+    let app = spawn_app().await;
+    // No sweeper: its calls are EVALSHA too.
+    app.shutdown();
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let engine = &app.state.engine;
+    for batch in [1usize, 10, 100] {
+        let queue = app.queue().await;
+        let now = now_ms();
+        for chunk in 0..200 {
+            let messages: Vec<NewMessage> = (0..100).map(|i| message(&format!("message {chunk}-{i}"))).collect();
+            engine.publish(queue.id, &messages, now).await.unwrap();
+        }
+        let mut deliveries = Vec::new();
+        while deliveries.len() < 20_000 {
+            let ConsumeOutcome::Delivered { deliveries: more, .. } =
+                engine.consume(queue.id, 100, 3_600_000, now_ms(), 0).await.unwrap()
+            else {
+                panic!("nothing delivered");
+            };
+            deliveries.extend(more);
+        }
+        let mut conn = app.redis.clone();
+        let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut conn).await.unwrap();
+        for chunk in deliveries.chunks(batch) {
+            let receipts: Vec<Receipt> = chunk
+                .iter()
+                .map(|d| Receipt {
+                    queue: queue.id,
+                    stream_id: d.stream_id,
+                    message: d.message,
+                    delivery: d.attempts,
+                    expires_at_ms: u64::MAX,
+                })
+                .collect();
+            let hints: Vec<_> = chunk.iter().map(|d| Some(d.hint)).collect();
+            let acked = engine.ack_hinted(queue.id, &receipts, &hints, now_ms()).await.unwrap();
+            assert!(acked.iter().all(|&a| a));
+        }
+        let info: String = redis::cmd("INFO").arg("commandstats").query_async(&mut conn).await.unwrap();
+        let line = info.lines().find(|l| l.starts_with("cmdstat_evalsha:")).expect("EVALSHA counted");
+        println!("ack of {batch:>3} receipts a call: {line}");
+    }
+}

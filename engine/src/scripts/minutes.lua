@@ -42,6 +42,7 @@ local function count_minute(key, now, published, delivered, acked, dead)
 end
 
 local LATENCY_TOP = 31
+local frexp = math.frexp
 
 -- Counts one publish -> ack time (ms) in `buckets` (bucket -> count), for count_latency: bucket
 -- floor(log2(ms)) (0 for 0 and 1 ms), at most LATENCY_TOP. frexp is exact where log() / log(2)
@@ -49,7 +50,7 @@ local LATENCY_TOP = 31
 local function time_latency(buckets, ms)
   local k = 0
   if ms >= 2 then
-    local _, e = math.frexp(ms)
+    local _, e = frexp(ms)
     k = e <= LATENCY_TOP and e - 1 or LATENCY_TOP
   end
   buckets[k] = (buckets[k] or 0) + 1
