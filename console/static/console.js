@@ -10,7 +10,9 @@
 //   .when-word, so it goes with it: "Due again at 09:30 UTC" becomes "Due again in 14 minutes".
 // - svg[data-chart] .hit: with the pointer over a point of a line chart, its legend names that
 //   point and each series' value there (from the column's data-values); leaving the chart puts
-//   the summaries back (data-summary). Without this script the column's <title> is the tooltip.
+//   the summaries back (data-summary). From the keyboard, with the chart focused: the arrow keys
+//   step through the points, Home and End go to the first and last, Escape leaves. Without this
+//   script the column's <title> is the tooltip.
 "use strict";
 
 // The legend of chart `id` shows the point of column `hit`, or its summaries when `hit` is null.
@@ -24,6 +26,8 @@ const showPoint = (id, hit) => {
     strong.textContent = hit ? values[i] ?? "" : strong.dataset.summary;
   });
   legend.classList.toggle("pointing", Boolean(hit));
+  const svg = document.querySelector(`svg[data-chart="${id}"]`);
+  if (svg) svg.querySelectorAll(".hit").forEach((h) => h.classList.toggle("current", h === hit));
 };
 // The column under the pointer, per chart, as its index: a refresh replaces the legend's text and
 // the columns' values, and the point is shown again from the fresh ones.
@@ -152,6 +156,31 @@ document.addEventListener("DOMContentLoaded", () => {
   document.addEventListener("pointerout", (event) => {
     const svg = event.target instanceof Element && event.target.closest("svg[data-chart]");
     if (!svg || (event.relatedTarget instanceof Node && svg.contains(event.relatedTarget))) return;
+    pointed.delete(svg.dataset.chart);
+    showPoint(svg.dataset.chart, null);
+  });
+
+  const keys = { ArrowLeft: -1, ArrowRight: 1, Home: -Infinity, End: Infinity };
+  document.addEventListener("keydown", (event) => {
+    const scroll = event.target instanceof Element && event.target.matches(".chart-scroll") && event.target;
+    const svg = scroll && scroll.querySelector("svg[data-chart]");
+    if (!svg || !(event.key in keys || event.key === "Escape")) return;
+    const id = svg.dataset.chart;
+    const hits = svg.querySelectorAll(".hit");
+    if (event.key === "Escape" || hits.length === 0) {
+      pointed.delete(id);
+      showPoint(id, null);
+      return;
+    }
+    const from = pointed.has(id) ? pointed.get(id) : hits.length;
+    const index = Math.max(0, Math.min(hits.length - 1, from + keys[event.key]));
+    pointed.set(id, index);
+    showPoint(id, hits[index]);
+    event.preventDefault();
+  });
+  document.addEventListener("focusout", (event) => {
+    const svg = event.target instanceof Element && event.target.matches(".chart-scroll") && event.target.querySelector("svg[data-chart]");
+    if (!svg) return;
     pointed.delete(svg.dataset.chart);
     showPoint(svg.dataset.chart, null);
   });

@@ -26,8 +26,9 @@ fn message(body: &str, delay_ms: u64) -> NewMessage {
 /// A queue "jobs" (one attempt) with a known last hour, all in the current minute but one publish:
 /// 6 published, delivered, 4 acknowledged about 2 s after their publish, 2 dead-lettered; and one
 /// message published 10 minutes ago (a delay that ended), which waits: the oldest, 10 minutes old,
-/// sampled by a sweep.
-async fn busy_queue(app: &TestConsole, ada: &mut Visitor) {
+/// sampled by a sweep. Answers the busy minute's label ("12:34"): by the time the page is drawn,
+/// a later minute may be the current one.
+async fn busy_queue(app: &TestConsole, ada: &mut Visitor) -> String {
     ada.sign_up("ada@example.com").await;
     ada.create_queue("jobs", "1").await;
     let queue = queue_of(app, "ada@example.com", "jobs").await;
@@ -58,6 +59,8 @@ async fn busy_queue(app: &TestConsole, ada: &mut Visitor) {
     engine.nack(queue.id, &receipts[4..], 0, "no", now).await.unwrap();
     engine.publish(queue.id, &[message("old", 1)], now - 600_000).await.unwrap();
     engine.sweep(queue.id, now, false).await.unwrap().expect("the queue exists");
+    let minute_of_day = now / 60_000 % 1440;
+    format!("{:02}:{:02}", minute_of_day / 60, minute_of_day % 60)
 }
 
 /// `script`'s answer as a list of strings.
@@ -69,7 +72,7 @@ fn strings(value: &Value) -> Vec<String> {
 async fn the_last_hour_reads_truthfully_in_chromium(db: PgPool) {
     let app = spawn_console(db).await;
     let mut ada = Visitor::new(&app);
-    busy_queue(&app, &mut ada).await;
+    let busy = busy_queue(&app, &mut ada).await;
     let browser = Browser::open(&app, &ada, true, 1280).await;
     browser.goto(&format!("{}/queues/jobs", app.base)).await;
 
@@ -121,24 +124,35 @@ async fn the_last_hour_reads_truthfully_in_chromium(db: PgPool) {
     let ticks = strings(&browser.run("return [...document.querySelectorAll('svg[data-chart=minutes] text.axis.x')].map((t) => t.textContent);").await);
     assert!(ticks.len() >= 5 && ticks.iter().all(|t| t.len() == 5 && t.ends_with('0')), "{ticks:?}");
 
-    // The pointer on the current minute: the legend names it and its values; off the chart, the
+    // The pointer on the busy minute: the legend names it and its values; off the chart, the
     // totals come back.
-    browser.point_at("svg[data-chart=minutes] .hit:last-of-type").await;
-    let minute =
-        browser.run("return document.querySelector('svg[data-chart=minutes] .hit:last-of-type').dataset.label;").await;
-    browser
-        .until(
-            "the legend names the minute",
-            &format!("return document.getElementById('minutes-when').textContent === {minute};"),
-        )
-        .await;
+    browser.point_at(&format!("svg[data-chart=minutes] .hit[data-label='{busy}']")).await;
+    let named = format!("return document.getElementById('minutes-when').textContent === '{busy}';");
+    browser.until("the legend names the minute", &named).await;
     assert_eq!(browser.run(&text("minutes-published")).await, json!("6"));
     assert_eq!(browser.run(&text("minutes-acked")).await, json!("4"));
     browser.point_away().await;
-    browser
-        .until("the totals are back", "return document.getElementById('minutes-when').textContent === 'Last hour';")
-        .await;
+    let totals = "return document.getElementById('minutes-when').textContent === 'Last hour';";
+    browser.until("the totals are back", totals).await;
     assert_eq!(browser.run(&text("minutes-published")).await, json!("7"));
+
+    // From the keyboard: the chart focused, End steps onto the last minute, the left arrow to the
+    // one before, each shown with its values; Escape puts the totals back.
+    let scroll = browser.client.find(fantoccini::Locator::Css("#minutes-chart .chart-scroll")).await.unwrap();
+    let key = |k: fantoccini::key::Key| char::from(k).to_string();
+    let shows = |from_end: usize| {
+        format!(
+            "const h = document.querySelectorAll('svg[data-chart=minutes] .hit'); const c = h[h.length - {from_end}];
+             return document.getElementById('minutes-when').textContent === c.dataset.label
+               && document.getElementById('minutes-published').textContent === c.dataset.values.split('|')[0];"
+        )
+    };
+    scroll.send_keys(&key(fantoccini::key::Key::End)).await.unwrap();
+    browser.until("End shows the last minute", &shows(1)).await;
+    scroll.send_keys(&key(fantoccini::key::Key::Left)).await.unwrap();
+    browser.until("the left arrow steps back", &shows(2)).await;
+    scroll.send_keys(&key(fantoccini::key::Key::Escape)).await.unwrap();
+    browser.until("Escape puts the totals back", totals).await;
 
     // Age and latency: the oldest message's 10 minutes, the acks' 2 s (an estimate).
     let age = browser.run(&text("timing-minutes-age")).await;
@@ -179,13 +193,15 @@ async fn the_last_hour_reads_truthfully_in_chromium(db: PgPool) {
 async fn without_javascript_the_legend_has_the_totals_and_the_table_the_minutes(db: PgPool) {
     let app = spawn_console(db).await;
     let mut ada = Visitor::new(&app);
-    busy_queue(&app, &mut ada).await;
+    let busy = busy_queue(&app, &mut ada).await;
     let browser = Browser::open(&app, &ada, false, 1280).await;
     browser.goto(&format!("{}/queues/jobs", app.base)).await;
     assert_eq!(browser.run("return document.getElementById('minutes-published').textContent;").await, json!("7"));
     // The browser's own tooltip names each value of the minute.
     let title = browser
-        .run("return document.querySelector('svg[data-chart=minutes] .hit:last-of-type title').textContent;")
+        .run(&format!(
+            "return document.querySelector(\"svg[data-chart=minutes] .hit[data-label='{busy}'] title\").textContent;"
+        ))
         .await;
     let title = title.as_str().unwrap();
     assert!(title.contains("Published 6, Delivered 6, Acknowledged 4, Dead-lettered 2"), "{title}");
