@@ -61,7 +61,7 @@ fn px(value: f64) -> String {
 }
 
 /// The smallest of 1, 2, 5 × 10^k that is at least `raw`.
-fn nice_step(raw: u64) -> u64 {
+pub(crate) fn nice_step(raw: u64) -> u64 {
     let mut magnitude = 1u64;
     loop {
         for factor in [1, 2, 5] {
@@ -74,7 +74,7 @@ fn nice_step(raw: u64) -> u64 {
 }
 
 /// "Nov 30" from `20261130`.
-fn day_label(day: u32) -> String {
+pub(crate) fn day_label(day: u32) -> String {
     const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
     let month = (day / 100 % 100) as usize;
     format!("{} {}", MONTHS.get(month.wrapping_sub(1)).unwrap_or(&"?"), day % 100)
@@ -140,7 +140,7 @@ mod tests {
     use super::*;
 
     fn day(day: u32, published: u64, delivered: u64) -> DailyCount {
-        DailyCount { day, published, delivered, acked: 0 }
+        DailyCount { day, published, delivered, ..DailyCount::default() }
     }
 
     #[test]

@@ -34,6 +34,18 @@ pub(crate) fn duration_secs(secs: u64) -> String {
     }
 }
 
+/// A time in milliseconds, short enough for an axis: "0", "350 ms", "1.5 s", "12 s", "5 min",
+/// "3 h 5 min", "2 d".
+pub(crate) fn millis(ms: u64) -> String {
+    match ms {
+        0 => "0".into(),
+        1..1_000 => format!("{ms} ms"),
+        1_000..10_000 if !ms.is_multiple_of(1_000) => format!("{:.1} s", ms as f64 / 1_000.0),
+        1_000..60_000 => format!("{} s", ms / 1_000),
+        _ => duration_secs(ms / 1_000),
+    }
+}
+
 /// 12345 → "12,345".
 pub(crate) fn count(n: u64) -> String {
     let digits = n.to_string();
@@ -80,6 +92,11 @@ mod tests {
         assert_eq!(duration_secs(3600 * 3 + 300), "3 h 5 min");
         assert_eq!(duration_secs(86_400 * 2), "2 d");
         assert_eq!(count(1_234_567), "1,234,567");
+        assert_eq!(millis(0), "0");
+        assert_eq!(millis(350), "350 ms");
+        assert_eq!(millis(1_500), "1.5 s");
+        assert_eq!(millis(12_345), "12 s");
+        assert_eq!(millis(900_000), "15 min");
         assert_eq!(count(999), "999");
         assert_eq!(instant(1_793_707_200_000).human, "2026-11-03 12:00:00 UTC");
     }

@@ -28,12 +28,15 @@ mod form;
 mod format;
 mod headers;
 mod layout;
+mod line_chart;
 mod next;
 mod once;
 mod pages;
+mod palette;
 mod signer;
 mod state;
 mod tabs;
+mod timing;
 
 use aqs_control_plane::ControlPlane;
 use aqs_core::config::Config;

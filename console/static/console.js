@@ -8,7 +8,37 @@
 //   as the hover title (without this script the exact UTC time is what shows). A preposition
 //   that only fits the exact time ("at", "since") is written inside the element as
 //   .when-word, so it goes with it: "Due again at 09:30 UTC" becomes "Due again in 14 minutes".
+// - svg[data-chart] .hit: with the pointer over a point of a line chart, its legend names that
+//   point and each series' value there (from the column's data-values); leaving the chart puts
+//   the summaries back (data-summary). From the keyboard, with the chart focused: the arrow keys
+//   step through the points, Home and End go to the first and last, Escape leaves. Without this
+//   script the column's <title> is the tooltip.
 "use strict";
+
+// The legend of chart `id` shows the point of column `hit`, or its summaries when `hit` is null.
+const showPoint = (id, hit) => {
+  const legend = document.getElementById(id + "-legend");
+  if (!legend) return;
+  const values = hit ? hit.dataset.values.split("|") : [];
+  const when = document.getElementById(id + "-when");
+  if (when) when.textContent = hit ? hit.dataset.label : when.dataset.summary;
+  legend.querySelectorAll("strong[data-summary]").forEach((strong, i) => {
+    strong.textContent = hit ? values[i] ?? "" : strong.dataset.summary;
+  });
+  legend.classList.toggle("pointing", Boolean(hit));
+  const svg = document.querySelector(`svg[data-chart="${id}"]`);
+  if (svg) svg.querySelectorAll(".hit").forEach((h) => h.classList.toggle("current", h === hit));
+};
+// The column under the pointer, per chart, as its index: a refresh replaces the legend's text and
+// the columns' values, and the point is shown again from the fresh ones.
+const pointed = new Map();
+const showPointed = (root) => {
+  for (const [id, index] of pointed) {
+    const svg = root.querySelector(`svg[data-chart="${id}"]`);
+    const hit = svg && svg.querySelectorAll(".hit")[index];
+    if (hit) showPoint(id, hit);
+  }
+};
 
 // Makes `old`'s children look like `fresh`'s while keeping every node that is still there: text
 // and attributes are updated in place and only a node whose kind changed is replaced. Children
@@ -107,6 +137,7 @@ document.addEventListener("DOMContentLoaded", () => {
         const fresh = document.createElement(region.tagName);
         fresh.innerHTML = await response.text();
         morph(region, fresh);
+        showPointed(region);
         relative(region);
       } catch (_) {
         // Offline for a moment: try again on the next tick.
@@ -114,6 +145,45 @@ document.addEventListener("DOMContentLoaded", () => {
     };
     const timer = setInterval(tick, every);
   }
+
+  document.addEventListener("pointerover", (event) => {
+    const hit = event.target instanceof Element && event.target.closest("svg[data-chart] .hit");
+    if (!hit) return;
+    const id = hit.ownerSVGElement.dataset.chart;
+    pointed.set(id, [...hit.parentNode.querySelectorAll(".hit")].indexOf(hit));
+    showPoint(id, hit);
+  });
+  document.addEventListener("pointerout", (event) => {
+    const svg = event.target instanceof Element && event.target.closest("svg[data-chart]");
+    if (!svg || (event.relatedTarget instanceof Node && svg.contains(event.relatedTarget))) return;
+    pointed.delete(svg.dataset.chart);
+    showPoint(svg.dataset.chart, null);
+  });
+
+  const keys = { ArrowLeft: -1, ArrowRight: 1, Home: -Infinity, End: Infinity };
+  document.addEventListener("keydown", (event) => {
+    const scroll = event.target instanceof Element && event.target.matches(".chart-scroll") && event.target;
+    const svg = scroll && scroll.querySelector("svg[data-chart]");
+    if (!svg || !(event.key in keys || event.key === "Escape")) return;
+    const id = svg.dataset.chart;
+    const hits = svg.querySelectorAll(".hit");
+    if (event.key === "Escape" || hits.length === 0) {
+      pointed.delete(id);
+      showPoint(id, null);
+      return;
+    }
+    const from = pointed.has(id) ? pointed.get(id) : hits.length;
+    const index = Math.max(0, Math.min(hits.length - 1, from + keys[event.key]));
+    pointed.set(id, index);
+    showPoint(id, hits[index]);
+    event.preventDefault();
+  });
+  document.addEventListener("focusout", (event) => {
+    const svg = event.target instanceof Element && event.target.matches(".chart-scroll") && event.target.querySelector("svg[data-chart]");
+    if (!svg) return;
+    pointed.delete(svg.dataset.chart);
+    showPoint(svg.dataset.chart, null);
+  });
 
   relative(document);
   setInterval(() => relative(document), 30000);

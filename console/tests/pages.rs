@@ -1,13 +1,16 @@
 //! Tests of every console page and form: the real console router on 127.0.0.1:0 over a fresh
 //! PostgreSQL database per test (`#[sqlx::test]`) and a fresh Redis namespace per test, driven
-//! like a browser without JavaScript (cookies kept, redirects followed by hand).
+//! like a browser without JavaScript (cookies kept, redirects followed by hand), and for the
+//! charts and the colours, by headless Chromium (`browser.rs`).
 
 mod pages {
     mod account;
     mod auth;
     mod billing;
+    mod browser;
     // Shared with the control plane's tests; this binary uses only part of it.
     mod callback_urls;
+    mod charts;
     mod csrf;
     mod dead_letters;
     mod every_error;

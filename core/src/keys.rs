@@ -16,8 +16,8 @@
 //! | `NS:{q:ID}:dlq:ix` | hash | message id → dead-letter stream id |
 //! | `NS:{q:ID}:idem:<key>` | string | idempotency record |
 //! | `NS:{q:ID}:idem_ix` | zset | idempotency key → when its record expires (ms; +inf while its message is stored) |
-//! | `NS:{q:ID}:stats` | hash | stored bytes and per-UTC-day counters |
-//! | `NS:{q:ID}:minutes` | hash | the last hour per minute: `<kind><minute>` → count (kind `p`, `d`, `a`, `x`); expires an hour after the last count |
+//! | `NS:{q:ID}:stats` | hash | stored bytes and per-UTC-day counters, publish → ack histogram, largest oldest-message age |
+//! | `NS:{q:ID}:minutes` | hash | the last hour per minute: `<kind><minute>` → count (kind `p`, `d`, `a`, `x`), `lh<k>:<minute>` publish → ack histogram, `o<minute>` oldest-message age; expires two hours after the last count |
 //! | `NS:{q:ID}:large` | zset | message id → body bytes, only for stored messages over 1 MiB (payload add-on downgrades) |
 //! | `NS:{q:ID}:budget` | hash | replica id → its storage lease, `bytes:expires_ms` |
 //! | `NS:{q:ID}:wake` | channel | published to when a message becomes ready and a long poll may wait |

@@ -55,5 +55,7 @@ mod recovery;
 mod request_id;
 #[path = "api/storage_budget.rs"]
 mod storage_budget;
+#[path = "api/timing.rs"]
+mod timing;
 #[path = "api/validation.rs"]
 mod validation;

@@ -91,6 +91,7 @@ mod dead_letters;
 mod error;
 mod extend;
 mod large;
+mod latency;
 mod ledger;
 mod lifecycle;
 mod publish;
@@ -110,6 +111,7 @@ pub use browse::{BrowsedMessage, FIND_MAX_SCANNED, MessageKey, MessagePage, Mess
 pub use consume::{ConsumeOutcome, Delivery};
 pub use dead_letters::{DeadLetter, DeadLetterPage, PREVIEW_BYTES, REASON_FILTER_MAX, Selection};
 pub use error::{StorageError, StorageResult};
+pub use latency::{LATENCY_BUCKETS, Latency};
 use ledger::Ledger;
 pub use publish::{NewMessage, PublishOutcome, Published};
 pub use rate::{Charge, Class};

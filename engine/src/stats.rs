@@ -1,8 +1,9 @@
 //! Queue statistics (`stats.lua`), the per-day history the console draws and the last hour per
-//! minute (`minutes.lua`).
+//! minute (`minutes.lua`), each with its publish → ack times and oldest-message age.
 
 use super::Engine;
 use crate::error::StorageResult;
+use crate::latency::{LATENCY_BUCKETS, Latency};
 use aqs_core::ids::QueueId;
 use aqs_core::time::utc_day;
 
@@ -27,13 +28,18 @@ pub struct QueueStats {
 }
 
 /// One UTC day of counters.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DailyCount {
     /// `YYYYMMDD`.
     pub day: u32,
     pub published: u64,
     pub delivered: u64,
     pub acked: u64,
+    /// Publish → ack times of the day's acknowledgements.
+    pub latency: Latency,
+    /// The largest of the day's once-a-minute samples of the oldest message's age (ms); `None`
+    /// when no sample was taken (nothing waited, or no sweeper ran).
+    pub oldest_age_ms: Option<u64>,
 }
 
 /// One minute of counters (`scripts/minutes.lua`).
@@ -45,6 +51,11 @@ pub struct MinuteCount {
     pub delivered: u64,
     pub acked: u64,
     pub dead_lettered: u64,
+    /// Publish → ack times of the minute's acknowledgements.
+    pub latency: Latency,
+    /// The oldest message's age (ms) as the sweeper sampled it in this minute; `None` when
+    /// nothing waited (or no sweeper ran).
+    pub oldest_age_ms: Option<u64>,
 }
 
 /// Minutes of per-minute history shown (`scripts/minutes.lua` keeps about this many).
@@ -90,25 +101,61 @@ impl Engine {
     /// happened). One HMGET; kept for `DAILY_HISTORY_DAYS`.
     pub async fn daily_counts(&self, queue: QueueId, days: u32, now_ms: u64) -> StorageResult<Vec<DailyCount>> {
         let days: Vec<u32> = (0..u64::from(days)).rev().map(|back| utc_day(now_ms - back * 86_400_000)).collect();
-        let fields: Vec<String> =
-            days.iter().flat_map(|d| [format!("pub:{d}"), format!("del:{d}"), format!("ack:{d}")]).collect();
+        // Per day: the three counts, the oldest age, then the latency buckets the sweeper folded.
+        const PER_DAY: usize = 4 + LATENCY_BUCKETS;
+        let fields: Vec<String> = days
+            .iter()
+            .flat_map(|d| {
+                ["pub", "del", "ack", "age"]
+                    .into_iter()
+                    .map(move |kind| format!("{kind}:{d}"))
+                    .chain((0..LATENCY_BUCKETS).map(move |k| format!("lh{k}:{d}")))
+            })
+            .collect();
         if fields.is_empty() {
             return Ok(Vec::new());
         }
         let mut conn = self.conn.clone();
+        let q = self.keys.queue(queue);
         let _no_flush = self.ledger.read_gate().await;
-        let values: Vec<Option<u64>> =
-            redis::cmd("HMGET").arg(self.keys.queue(queue).stats()).arg(&fields).query_async(&mut conn).await?;
-        Ok(days
+        // One snapshot of both hashes: the sweeper moves a minute's buckets from one to the other
+        // atomically, so each counts once.
+        let (values, minutes): (Vec<Option<u64>>, Vec<(String, i64)>) = redis::pipe()
+            .atomic()
+            .cmd("HMGET")
+            .arg(q.stats())
+            .arg(&fields)
+            .cmd("HGETALL")
+            .arg(q.minutes())
+            .query_async(&mut conn)
+            .await?;
+        let mut out: Vec<DailyCount> = days
             .iter()
-            .zip(values.chunks(3))
-            .map(|(&day, v)| DailyCount {
-                day,
-                published: plus_pending(v[0].unwrap_or(0), self.ledger.pending_count(queue, day)),
-                delivered: v[1].unwrap_or(0),
-                acked: v[2].unwrap_or(0),
+            .zip(values.chunks(PER_DAY))
+            .map(|(&day, v)| {
+                let mut latency = Latency::default();
+                for (k, n) in v[4..].iter().enumerate() {
+                    latency.add(k, n.unwrap_or(0));
+                }
+                DailyCount {
+                    day,
+                    published: plus_pending(v[0].unwrap_or(0), self.ledger.pending_count(queue, day)),
+                    delivered: v[1].unwrap_or(0),
+                    acked: v[2].unwrap_or(0),
+                    latency,
+                    oldest_age_ms: v[3],
+                }
             })
-            .collect())
+            .collect();
+        // The minutes not folded yet (up to about 70 minutes of them) count in their days.
+        for (field, count) in minutes {
+            if let Some((Field::LatencyBucket(k), minute)) = parse_field(&field)
+                && let Some(day) = out.iter_mut().find(|d| d.day == utc_day(minute * 60_000))
+            {
+                day.latency.add(k, count.max(0) as u64);
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -135,10 +182,12 @@ impl Engine {
             };
             let count = count.max(0) as u64;
             match kind {
-                'p' => slot.published = count,
-                'd' => slot.delivered = count,
-                'a' => slot.acked = count,
-                _ => slot.dead_lettered = count,
+                Field::Published => slot.published = count,
+                Field::Delivered => slot.delivered = count,
+                Field::Acked => slot.acked = count,
+                Field::DeadLettered => slot.dead_lettered = count,
+                Field::LatencyBucket(k) => slot.latency.add(k, count),
+                Field::OldestAge => slot.oldest_age_ms = Some(count),
             }
         }
         if let Some(current) = out.last_mut() {
@@ -148,9 +197,32 @@ impl Engine {
     }
 }
 
-/// A field of the minutes hash: `<kind><minute>`, kind one of `p`, `d`, `a`, `x`.
-fn parse_field(field: &str) -> Option<(char, u64)> {
-    let kind = field.chars().next().filter(|k| matches!(k, 'p' | 'd' | 'a' | 'x'))?;
+/// What a field of the minutes hash counts (`scripts/minutes.lua`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Field {
+    Published,
+    Delivered,
+    Acked,
+    DeadLettered,
+    LatencyBucket(usize),
+    OldestAge,
+}
+
+/// A field of the minutes hash: `<kind><minute>`, kind one of `p`, `d`, `a`, `x`, `o` (oldest
+/// age), or `lh<k>:<minute>` (latency bucket k).
+fn parse_field(field: &str) -> Option<(Field, u64)> {
+    if let Some(bucket) = field.strip_prefix("lh") {
+        let (k, minute) = bucket.split_once(':')?;
+        return Some((Field::LatencyBucket(k.parse().ok()?), minute.parse().ok()?));
+    }
+    let kind = match field.chars().next()? {
+        'p' => Field::Published,
+        'd' => Field::Delivered,
+        'a' => Field::Acked,
+        'x' => Field::DeadLettered,
+        'o' => Field::OldestAge,
+        _ => return None,
+    };
     Some((kind, field[1..].parse().ok()?))
 }
 
@@ -165,8 +237,12 @@ mod tests {
 
     #[test]
     fn a_minute_field_names_its_kind_and_minute() {
-        assert_eq!(parse_field("p29934824"), Some(('p', 29_934_824)));
-        assert_eq!(parse_field("x1"), Some(('x', 1)));
+        assert_eq!(parse_field("p29934824"), Some((Field::Published, 29_934_824)));
+        assert_eq!(parse_field("x1"), Some((Field::DeadLettered, 1)));
+        assert_eq!(parse_field("l7"), None);
+        assert_eq!(parse_field("o7"), Some((Field::OldestAge, 7)));
+        assert_eq!(parse_field("lh12:7"), Some((Field::LatencyBucket(12), 7)));
+        assert_eq!(parse_field("lh12"), None);
         assert_eq!(parse_field("q1"), None);
         assert_eq!(parse_field("p"), None);
         assert_eq!(parse_field("p1.5"), None);

@@ -1,5 +1,6 @@
 //! One sweep of one queue's timers (`sweep.lua`): due delays promoted, expired leases that used
-//! their last attempt dead-lettered, old daily counters pruned, expired storage leases settled.
+//! their last attempt dead-lettered, old daily counters pruned, expired storage leases settled,
+//! and once a minute the oldest message's age sampled for the Overview's graphs.
 
 use super::Engine;
 use super::reply::{Reply, Status, unexpected};
@@ -29,7 +30,7 @@ impl Engine {
         let prune_before = if prune { utc_day(now_ms - DAILY_HISTORY_DAYS * 86_400_000) } else { 0 };
         let mut inv = self.invocation(&self.scripts.sweep, queue);
         inv.key(self.keys.queue(queue).budget());
-        inv.arg(now_ms).arg(SWEEP_LIMIT).arg(prune_before);
+        inv.arg(now_ms).arg(SWEEP_LIMIT).arg(prune_before).arg(utc_day(now_ms));
         let value = self.run(&inv).await?;
         let mut reply = Reply::new(value)?;
         if reply.remaining() == 1 {

@@ -523,7 +523,7 @@ async fn a_member_runs_a_queue_from_the_console() {
         .unwrap();
     let layout = layout.as_array().unwrap();
     assert!(layout[0].as_u64().unwrap() <= 390, "the Overview is {}px wide at 390px", layout[0]);
-    assert_eq!(layout.len(), 3, "two charts, each with its y-axis: {layout:?}");
+    assert_eq!(layout.len(), 5, "four charts, each with its y-axis: {layout:?}");
     assert!(layout[1..].iter().all(|v| v.as_bool() == Some(true)), "a y-axis is off-screen: {layout:?}");
     browser.goto(&format!("{base}/queues/image-jobs/push")).await;
     browser.screenshot("push-phone").await;

@@ -1,8 +1,9 @@
 //! The Overview tab: the shared address, the depth split into ready, in flight and delayed, the
 //! stored bytes against the storage limit, the oldest message's age, today's counts and the dead
-//! letters, and the 14-day chart. The live part, the chart included (so it never disagrees with
-//! the cards beside it), refreshes every few seconds: a meta refresh without JavaScript, a fetch of
-//! `/queues/{slug}/live` (just that fragment) with it.
+//! letters, the 14-day charts (counts; age and latency) and the last hour's (`activity.rs`). The
+//! live part, the charts included (so they never disagree with the cards beside them), refreshes
+//! every few seconds: a meta refresh without JavaScript, a fetch of `/queues/{slug}/live` (just
+//! that fragment) with it.
 
 use super::activity::Minutes;
 use super::load_queue;
@@ -12,6 +13,7 @@ use crate::extract::CurrentMember;
 use crate::extract::PagePath;
 use crate::format;
 use crate::layout::Chrome;
+use crate::line_chart::LineChart;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::Queue;
@@ -43,6 +45,10 @@ pub(crate) struct Live {
     has_dead_letters: bool,
     updated: format::Instant,
     chart: Chart,
+    /// Age and latency per day over the same 14 days (`timing.rs`).
+    timing: LineChart,
+    /// The oldest waiting message's age now (ms), for the last hour's age graph too.
+    oldest_now: Option<u64>,
 }
 
 #[derive(Template, WebTemplate)]
@@ -74,6 +80,7 @@ async fn live_figures(state: &ConsoleState, queue: &Queue, now: u64) -> PageResu
     let percent = (share * 100.0).clamp(0.0, 100.0);
     // Keep a sliver of bar visible once anything is stored.
     let drawn = if stats.stored_bytes > 0 { percent.max(0.5) } else { 0.0 };
+    let oldest_now = stats.oldest_published_ms.map(|at| now.saturating_sub(at));
     Ok(Live {
         slug: queue.slug.to_string(),
         paused: stats.paused,
@@ -85,13 +92,15 @@ async fn live_figures(state: &ConsoleState, queue: &Queue, now: u64) -> PageResu
         storage_limit: format::bytes(stats.storage_limit),
         used_percent: format!("{drawn:.2}"),
         used_label: if percent > 0.0 && percent < 0.1 { "under 0.1%".into() } else { format!("{percent:.1}%") },
-        oldest_age: stats.oldest_published_ms.map(|at| format::duration_secs(now.saturating_sub(at) / 1000)),
+        oldest_age: oldest_now.map(|age| format::duration_secs(age / 1000)),
         published_today: format::count(stats.published_today),
         delivered_today: format::count(stats.delivered_today),
         dead_letters: format::count(stats.dead_letters),
         has_dead_letters: stats.dead_letters > 0,
         updated: format::instant(now),
         chart: chart::build(&days),
+        timing: crate::timing::per_day(&days, oldest_now),
+        oldest_now,
     })
 }
 
@@ -103,7 +112,7 @@ pub(crate) async fn show(
     let queue = load_queue(&state, &member, &slug).await?;
     let now = now_ms();
     let live = live_figures(&state, &queue, now).await?;
-    let minutes = super::activity::load(&state, queue.id).await?;
+    let minutes = super::activity::load(&state, queue.id, live.oldest_now).await?;
     let nav = QueueNav::new(&queue, Tab::Overview);
     Ok(OverviewPage {
         chrome: member.chrome(nav.title(Tab::Overview)),
@@ -126,8 +135,7 @@ pub(crate) async fn live(
     PagePath(slug): PagePath<Slug>,
 ) -> PageResult<impl axum::response::IntoResponse> {
     let queue = load_queue(&state, &member, &slug).await?;
-    Ok(LiveFragment {
-        live: live_figures(&state, &queue, now_ms()).await?,
-        minutes: super::activity::load(&state, queue.id).await?,
-    })
+    let live = live_figures(&state, &queue, now_ms()).await?;
+    let minutes = super::activity::load(&state, queue.id, live.oldest_now).await?;
+    Ok(LiveFragment { live, minutes })
 }

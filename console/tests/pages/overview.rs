@@ -67,3 +67,54 @@ async fn messages_tab_lists_bodies_as_sent(db: PgPool) {
     let peeked = app.engine.peek(queue.id, 10, aqs_core::time::now_ms()).await.unwrap().unwrap();
     page.assert_contains(&peeked[0].id);
 }
+
+/// The chart of the last hour as the server writes it, as a browser without JavaScript gets it.
+fn plot<'a>(page: &'a super::support::Page, chart: &str) -> &'a str {
+    let start = page.body.find(&format!("data-chart=\"{chart}\"")).unwrap_or_else(|| panic!("no chart {chart}"));
+    let end = start + page.body[start..].find("</svg>").unwrap();
+    &page.body[start..end]
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn the_last_hour_reads_without_javascript(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.create_queue("jobs", "5").await;
+    let queue = queue_of(&app, "ada@example.com", "jobs").await;
+    for _ in 0..3 {
+        publish(&app, &queue, "x", "text/plain").await;
+    }
+    for path in ["/queues/jobs", "/queues/jobs/activity"] {
+        let page = ada.get(path).await;
+        // The legend: the hour's totals, each series' key drawn as its line, no square swatches.
+        assert_eq!(page.text_of("minutes-when").as_deref(), Some("Last hour"));
+        assert_eq!(page.text_of("minutes-published").as_deref(), Some("3"));
+        assert_eq!(page.text_of("minutes-acked").as_deref(), Some("0"));
+        let legend = &page.body[page.body.find("id=\"minutes-legend\"").unwrap()..];
+        let legend = &legend[..legend.find("</ul>").unwrap()];
+        assert!(!legend.contains("swatch") && legend.matches("<svg class=\"key\"").count() == 4, "{legend}");
+
+        let minutes = plot(&page, "minutes");
+        // A label every 10 minutes: six in any hour.
+        assert_eq!(minutes.matches("class=\"axis x\"").count(), 6, "{minutes}");
+        // Series at zero draw nothing and come first; the axis comes after every line.
+        assert!(minutes.contains("<path class=\"line acked\" d=\"\">"), "{minutes}");
+        let first_drawn = minutes.find("class=\"line ").unwrap();
+        assert!(!minutes[first_drawn..].starts_with("class=\"line published\""), "a zero series first");
+        assert!(minutes.find("class=\"baseline\"").unwrap() > minutes.rfind("class=\"line ").unwrap());
+        // Each minute's values in its tooltip, and in the table.
+        assert!(minutes.contains(": Published 3, Delivered 0, Acknowledged 0, Dead-lettered 0</title>"), "{minutes}");
+        page.assert_contains("id=\"minutes-table\"");
+    }
+
+    // Age and latency beside the counts, per minute and per day: nothing acknowledged yet.
+    let page = ada.get("/queues/jobs").await;
+    plot(&page, "timing-minutes");
+    plot(&page, "timing-days");
+    assert!(page.text_of("timing-minutes-age").unwrap().starts_with("max "));
+    assert_eq!(page.text_of("timing-minutes-p50").as_deref(), Some("—"));
+    assert_eq!(page.text_of("timing-days-p99").as_deref(), Some("—"));
+    page.assert_contains("<summary>Age and latency per minute</summary>");
+    page.assert_contains("<summary>Age and latency per day</summary>");
+}

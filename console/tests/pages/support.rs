@@ -147,12 +147,22 @@ pub struct Visitor {
     pub form_id: Option<String>,
     /// Extra headers on every request (e.g. `X-Forwarded-Proto`).
     pub headers: HeaderMap,
+    /// The email it signed up with.
+    pub email: Option<String>,
 }
 
 impl Visitor {
     pub fn new(app: &TestConsole) -> Self {
         let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-        Self { base: app.base.clone(), http, cookies: Vec::new(), csrf: None, form_id: None, headers: HeaderMap::new() }
+        Self {
+            base: app.base.clone(),
+            http,
+            cookies: Vec::new(),
+            csrf: None,
+            form_id: None,
+            headers: HeaderMap::new(),
+            email: None,
+        }
     }
 
     pub fn cookie(&self, name: &str) -> Option<&str> {
@@ -228,6 +238,7 @@ impl Visitor {
 
     /// Signs up through the form and lands on the queue list.
     pub async fn sign_up(&mut self, email: &str) -> Page {
+        self.email = Some(email.to_owned());
         self.get("/signup").await;
         let page = self.post("/signup", &[("email", email), ("password", PASSWORD)]).await;
         assert_eq!(page.location(), "/", "{}", page.body);

@@ -12,6 +12,9 @@
 -- writes a new id), so the PEL record of the receipt's stream id plus the hint's base is the whole
 -- check; an entry leaves the PEL (XACK) in the same script that deletes it, so a PEL record means
 -- the entry is there. Writes are one command per kind for the whole batch.
+-- Each acknowledged message's publish -> ack time (now - the stream id's milliseconds: when the
+-- entry entered the stream) goes into the minute's histogram (count_latency, minutes.lua; the
+-- sweeper folds it into the day's): what the Overview's latency graphs read.
 local refused = rate_refused() if refused then return refused end
 local now, day, count = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local out = {}
@@ -35,9 +38,11 @@ end
 -- consume's batch, so the range holds little else); ids past a truncated answer are asked alone.
 -- Each id is parsed once here: parsing is most of this loop's cost.
 local lo, hi, lo_ms, lo_seq, hi_ms, hi_seq = nil, nil, 0, 0, 0, 0
+local added_at = {}
 for i = 0, count - 1 do
   local sid = ARGV[4 + i * 6]
   local ms, seq = parse_sid(sid)
+  added_at[i] = ms
   if not lo or ms < lo_ms or (ms == lo_ms and seq < lo_seq) then lo, lo_ms, lo_seq = sid, ms, seq end
   if not hi or ms > hi_ms or (ms == hi_ms and seq > hi_seq) then hi, hi_ms, hi_seq = sid, ms, seq end
 end
@@ -55,7 +60,7 @@ local function pending(sid)
 end
 
 local any_backoff = redis.call('ZCARD', K_BACKOFF) > 0
-local sids, mids, seen, acked, freed = {}, {}, {}, 0, 0
+local sids, mids, seen, acked, freed, latency = {}, {}, {}, 0, 0, {}
 for i = 0, count - 1 do
   local base = 4 + i * 6
   local sid, mid, delivery, n = ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2]), ARGV[base + 3]
@@ -79,6 +84,8 @@ for i = 0, count - 1 do
     if e then release_idem(e, now) end
     freed = freed + tonumber(sz)
     acked = acked + 1
+    -- A replica's clock a little behind Redis's counts as 0 ms (bucket 0), never negative.
+    time_latency(latency, now - added_at[i])
     out[#out + 1] = 1
   else
     out[#out + 1] = 0
@@ -95,4 +102,5 @@ end
 if freed > 0 then redis.call('HINCRBY', K_STATS, 'bytes', -freed) end
 bump('ack:', day, acked)
 count_minute(K_MINUTES, now, 0, 0, acked, 0)
+count_latency(K_MINUTES, now, latency)
 return out

@@ -15,6 +15,7 @@
 --   KEYS[8]  dlq:ix     hash   message id -> dlq stream id
 --   KEYS[9]  errors     hash   stream id -> last nack error
 --   KEYS[10] stats      hash   'bytes' and per-UTC-day counters 'pub:YYYYMMDD', 'del:…', 'ack:…'
+--                              (and the day's latency histogram and oldest age, minutes.lua)
 --   KEYS[11] wake       channel PUBLISHed whenever a consumer may find something new (payload: how
 --                       many messages, `n`; wake.rs wakes that many waiters; the publish scripts
 --                       send `n:replica`, and that replica skips it: it woke its own already)

@@ -2,10 +2,12 @@
 -- concurrently: each call is atomic and idempotent).
 -- KEYS: the standard queue keys (common.lua), then KEYS[16] budget (budget.lua is prepended too).
 -- ARGV: now_ms, limit per kind, prune_before_day (YYYYMMDD; '0' = do not prune; pruning also drops
---       per-minute fields older than an hour, minutes.lua).
+--       per-minute fields older than an hour, minutes.lua), utc_day (YYYYMMDD of now).
+-- The first sweep of each minute (any replica's) samples the oldest waiting message's age into the
+-- minutes hash and the day's largest sample into stats (minutes.lua); the others pay one HEXISTS.
 -- Returns {promoted, dead_lettered, depth (stream + delayed), dead letters, slug} or {'no_queue'}:
 -- the last three feed the per-queue metrics at no extra round trip.
-local now, limit, prune_before = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local now, limit, prune_before, day = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local meta = read_meta()
 if not meta then return { 'no_queue' } end
 
@@ -32,16 +34,32 @@ for _, sid in ipairs(redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 
 end
 count_minute(K_MINUTES, now, 0, 0, 0, dead)
 
+-- The age of the stream's head (ready or in flight, as the stats' oldest message), once a minute.
+-- Nothing waiting writes nothing, so an idle queue's hash still expires.
+local age_field = 'o' .. math.floor(now / MINUTE_MS)
+if redis.call('HEXISTS', K_MINUTES, age_field) == 0 then
+  local first = redis.call('XRANGE', K_STREAM, '-', '+', 'COUNT', 1)
+  if first[1] then
+    local age = math.max(0, now - tonumber(record(first[1][1], first[1][2]).pa))
+    redis.call('HSET', K_MINUTES, age_field, age)
+    redis.call('PEXPIRE', K_MINUTES, MINUTES_KEEP_MS)
+    local day_field = 'age:' .. day
+    if age > tonumber(redis.call('HGET', K_STATS, day_field) or '-1') then
+      redis.call('HSET', K_STATS, day_field, age)
+    end
+  end
+end
+
 -- Idempotency records that expired leave the index too.
 local expired = redis.call('ZRANGEBYSCORE', K_IDEM_IX, '-inf', now, 'LIMIT', 0, limit)
 if #expired > 0 then redis.call('ZREM', K_IDEM_IX, unpack(expired)) end
 
 if prune_before > 0 then
   for _, field in ipairs(redis.call('HKEYS', K_STATS)) do
-    local d = string.match(field, '^%a+:(%d+)$')
+    local d = string.match(field, '^%w+:(%d+)$')
     if d and tonumber(d) < prune_before then redis.call('HDEL', K_STATS, field) end
   end
-  prune_minutes(K_MINUTES, now)
+  prune_minutes(K_MINUTES, K_STATS, now)
 end
 -- Leases of replicas that stopped renewing become stored bytes (budget.lua), and stored bytes are
 -- exact again once the queue holds nothing and no lease is out: what an expired lease added beyond
