@@ -31,6 +31,11 @@ struct SessionRow {
     created: format::Instant,
     expires: format::Instant,
     current: bool,
+    /// The browser and system it logged in with ("Firefox on Linux"), and the full user agent.
+    device: String,
+    user_agent: String,
+    /// The client address it logged in from, or "".
+    address: String,
 }
 
 impl From<Session> for SessionRow {
@@ -42,6 +47,9 @@ impl From<Session> for SessionRow {
             created: ms(session.created_at),
             expires: ms(session.expires_at),
             current: session.current,
+            device: crate::device::describe(session.user_agent.as_deref()),
+            user_agent: session.user_agent.unwrap_or_default(),
+            address: session.address.unwrap_or_default(),
         }
     }
 }

@@ -103,9 +103,9 @@ impl Page {
 
     /// The token secret shown once after creating a queue or a token.
     pub fn secret(&self) -> Option<String> {
-        let marker = "id=\"token-secret\" type=\"text\" readonly value=\"";
-        let start = self.body.find(marker)? + marker.len();
-        let end = self.body[start..].find('"')?;
+        let at = self.body.find("id=\"token-secret\"")?;
+        let start = at + self.body[at..].find('>')? + 1;
+        let end = self.body[start..].find("</textarea>")?;
         Some(self.body[start..start + end].to_owned())
     }
 
