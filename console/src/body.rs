@@ -36,17 +36,20 @@ pub(crate) struct BodyPart {
 
 /// `text` cut into runs, each control character but newline and tab its own marked run: a browser
 /// shows NUL as nothing and a CR as a line break (HTML parsing turns CR LF into LF), so "exactly as
-/// sent" would hide them. NUL is ␀, CR ␍, the other C0 controls their Unicode control pictures, DEL
-/// ␡ and the C1 controls `<U+0085>`; a CR LF keeps its line break after the ␍.
+/// sent" would hide them. Each is written as its escape, in ASCII so that every font has it: NUL
+/// `\0`, CR `\r`, the other C0 controls and DEL `\xNN`, the C1 controls `\u0085`; the page styles
+/// the markers apart from the text (a literal backslash in the body is plain text). A CR LF keeps
+/// its line break after the `\r`.
 pub(crate) fn marked(text: &str) -> Vec<BodyPart> {
     let mut parts = Vec::new();
     let mut run = String::new();
     for c in text.chars() {
         let marker = match c {
             '\n' | '\t' => None,
-            '\u{0}'..='\u{1f}' => char::from_u32(0x2400 + c as u32).map(String::from),
-            '\u{7f}' => Some("␡".to_owned()),
-            '\u{80}'..='\u{9f}' => Some(format!("<U+{:04X}>", c as u32)),
+            '\u{0}' => Some("\\0".to_owned()),
+            '\r' => Some("\\r".to_owned()),
+            '\u{1}'..='\u{1f}' | '\u{7f}' => Some(format!("\\x{:02X}", c as u32)),
+            '\u{80}'..='\u{9f}' => Some(format!("\\u{:04X}", c as u32)),
             _ => None,
         };
         match marker {
@@ -176,7 +179,7 @@ mod tests {
     fn control_characters_get_visible_markers_and_the_rest_stays() {
         let parts = marked("a\0b\r\nc\td\u{7f}\u{85}");
         let shown: String = parts.iter().map(|p| p.text.as_str()).collect();
-        assert_eq!(shown, "a␀b␍\nc\td␡<U+0085>");
+        assert_eq!(shown, "a\\0b\\r\nc\td\\x7F\\u0085");
         let names: Vec<&str> = parts.iter().filter_map(|p| p.control.as_deref()).collect();
         assert_eq!(names, ["NUL (0x00)", "CR (0x0D)", "DEL (0x7F)", "U+0085"]);
         assert_eq!(marked("plain"), vec![BodyPart { text: "plain".into(), control: None }]);

@@ -73,14 +73,12 @@ pub(crate) async fn start(db: &PgPool, member: MemberId, origin: &Origin) -> Api
     let issued = Utc::now().timestamp();
     let expires = DateTime::<Utc>::from_timestamp(issued + SESSION_SECS, 0).unwrap_or_else(Utc::now);
     let address = origin.client.and_then(|c| c.shown());
-    sqlx::query(
-        "INSERT INTO sessions (id, member_id, expires_at, user_agent, address) VALUES ($1, $2, $3, $4, $5)",
-    )
-    .bind(id)
-    .bind(member.as_uuid())
-    .bind(expires)
-    .bind(origin.user_agent.as_deref())
-    .bind(address)
+    sqlx::query("INSERT INTO sessions (id, member_id, expires_at, user_agent, address) VALUES ($1, $2, $3, $4, $5)")
+        .bind(id)
+        .bind(member.as_uuid())
+        .bind(expires)
+        .bind(origin.user_agent.as_deref())
+        .bind(address)
         .execute(db)
         .await?;
     sweep_expired(db).await?;

@@ -61,15 +61,7 @@ pub struct Traffic {
 
 impl Consumers {
     /// Adds one request of `token` on `queue` from `address` with `user_agent` at `now_ms`.
-    pub fn record(
-        &self,
-        queue: QueueId,
-        token: Uuid,
-        address: &str,
-        user_agent: &str,
-        traffic: Traffic,
-        now_ms: u64,
-    ) {
+    pub fn record(&self, queue: QueueId, token: Uuid, address: &str, user_agent: &str, traffic: Traffic, now_ms: u64) {
         let who = Who {
             queue,
             token,
@@ -174,7 +166,14 @@ mod tests {
         let consume = Traffic { requests: 1, messages: 3, acked: 0 };
         consumers.record(queue, token, "203.0.113.9", "curl/8", consume, t0);
         consumers.record(queue, token, "203.0.113.9", "curl/8", consume, t0 + 1_000);
-        consumers.record(queue, token, "203.0.113.9", "curl/8", Traffic { acked: 5, ..Traffic::default() }, t0 + 61_000);
+        consumers.record(
+            queue,
+            token,
+            "203.0.113.9",
+            "curl/8",
+            Traffic { acked: 5, ..Traffic::default() },
+            t0 + 61_000,
+        );
         let changes = consumers.take_changes(t0 + 62_000);
         let (tallies, gone) = &changes[&queue];
         assert!(gone.is_empty());

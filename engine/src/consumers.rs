@@ -38,11 +38,8 @@ pub struct ConsumerTally {
 
 impl ConsumerTally {
     fn encode(&self) -> String {
-        let minutes: Vec<String> = self
-            .minutes
-            .iter()
-            .map(|m| format!("{}:{}:{}:{}", m.minute, m.requests, m.messages, m.acked))
-            .collect();
+        let minutes: Vec<String> =
+            self.minutes.iter().map(|m| format!("{}:{}:{}:{}", m.minute, m.requests, m.messages, m.acked)).collect();
         let agent: String = self.user_agent.chars().filter(|c| *c != '\n' && *c != '\r').collect();
         format!("{}\n{}\n{}\n{}\n{agent}", self.token_id, self.address, self.last_seen_ms, minutes.join(","))
     }
@@ -58,12 +55,7 @@ impl ConsumerTally {
             .filter(|m| !m.is_empty())
             .map(|m| {
                 let mut n = m.split(':').map(|v| v.parse::<u64>().ok());
-                Some(MinuteTally {
-                    minute: n.next()??,
-                    requests: n.next()??,
-                    messages: n.next()??,
-                    acked: n.next()??,
-                })
+                Some(MinuteTally { minute: n.next()??, requests: n.next()??, messages: n.next()??, acked: n.next()?? })
             })
             .collect::<Option<Vec<_>>>()?;
         Some(Self { token_id, address, user_agent: lines.next().unwrap_or("").to_owned(), last_seen_ms, minutes })

@@ -30,8 +30,12 @@ pub(crate) struct DeleteQuery {
 impl DeleteQuery {
     pub(crate) fn reference(&self) -> PageResult<MessageRef> {
         match (&self.entry, &self.delayed) {
-            (Some(sid), None) => Ok(MessageRef::Stream(StreamId::parse(sid).ok_or(ConsoleError::NotFound)?.to_string())),
-            (None, Some(id)) => Ok(MessageRef::Delayed(MessageId::parse(id).ok_or(ConsoleError::NotFound)?.to_string())),
+            (Some(sid), None) => {
+                Ok(MessageRef::Stream(StreamId::parse(sid).ok_or(ConsoleError::NotFound)?.to_string()))
+            }
+            (None, Some(id)) => {
+                Ok(MessageRef::Delayed(MessageId::parse(id).ok_or(ConsoleError::NotFound)?.to_string()))
+            }
             _ => Err(ConsoleError::NotFound),
         }
     }

@@ -155,8 +155,7 @@ async fn render(
     let found = state.engine().message(queue.id, &reference, now_ms()).await?;
     let deletable = found.as_ref().is_some_and(|m| m.state != MessageState::Dead);
     let message = found.map(|m| detail(m, pretty));
-    let delete_href =
-        deletable.then(|| super::message_delete::action_href(&slug.to_string(), &reference));
+    let delete_href = deletable.then(|| super::message_delete::action_href(&slug.to_string(), &reference));
     let href = super::messages::detail_href(&slug.to_string(), &reference);
     let back = match tab {
         Tab::DeadLetters => format!("/queues/{slug}/dead-letters"),

@@ -55,7 +55,7 @@ async fn a_consumer_is_listed_with_its_token_address_device_and_counts(db: PgPoo
     let page = ada.get("/queues/jobs/consumers").await;
     page.assert_lacks("id=\"no-consumers\"");
     page.assert_contains("<th scope=\"row\" data-label=\"Token\">default</th>");
-    page.assert_contains("<td data-label=\"Address\"><code>127.0.0.1</code></td>");
+    page.assert_contains("<td data-label=\"Address\"><code class=\"nowrap\">127.0.0.1</code></td>");
     page.assert_contains("<span title=\"image-worker/2.1 (Linux)\">A browser on Linux</span>");
     page.assert_contains("data-label=\"Requests (5 min)\" class=\"num\">1</td>");
     page.assert_contains("data-label=\"Messages (5 min)\" class=\"num\">3</td>");
