@@ -45,6 +45,10 @@ struct Tally {
     dirty: bool,
 }
 
+/// One queue's changes since the last flush: the tallies to write (keyed for their hash field) and
+/// the keys of the consumers gone idle.
+type Changes = (Vec<(String, ConsumerTally)>, Vec<String>);
+
 /// This process's tallies.
 #[derive(Default)]
 pub struct Consumers {
@@ -95,8 +99,8 @@ impl Consumers {
 
     /// Per queue: the tallies changed since the last call (keyed for their hash field), and the
     /// keys of those idle past the window, which this call forgets.
-    fn take_changes(&self, now_ms: u64) -> HashMap<QueueId, (Vec<(String, ConsumerTally)>, Vec<String>)> {
-        let mut out: HashMap<QueueId, (Vec<(String, ConsumerTally)>, Vec<String>)> = HashMap::new();
+    fn take_changes(&self, now_ms: u64) -> HashMap<QueueId, Changes> {
+        let mut out: HashMap<QueueId, Changes> = HashMap::new();
         let mut tallies = self.tallies.lock().expect("consumers lock");
         let idle_after = WINDOW_MINUTES * 60_000;
         tallies.retain(|who, tally| {
