@@ -1,6 +1,6 @@
 //! Deleting one message from its detail page: a ready and a delayed message go after the
 //! confirmation page (their bytes freed, a resubmission deleting nothing more); a leased one has
-//! no Delete button and a posted delete is refused, saying why.
+//! no Delete button and a posted delete is refused, saying why; once a nack returned it, it goes.
 
 use super::support::{Page, Visitor, publish, queue_of, spawn_console};
 use aqs_core::time::now_ms;
@@ -95,6 +95,24 @@ async fn ready_and_delayed_messages_are_deleted_after_confirming_and_a_leased_on
     let shown = ada.follow(refused).await;
     shown.assert_contains("Not deleted: a consumer holds this message under a lease until ");
     assert_eq!(app.engine.stats(queue.id, now_ms()).await.unwrap().unwrap().in_flight, 1, "still leased");
+
+    // Returned by a nack with a delay, it is no consumer's any more: it can be deleted.
+    let receipt = aqs_core::receipt::Receipt {
+        queue: queue.id,
+        stream_id: leased.stream_id,
+        message: leased.message,
+        delivery: leased.attempts,
+        expires_at_ms: now_ms() + 3_600_000,
+    };
+    app.engine.nack(queue.id, &[receipt], 600_000, "later", now_ms()).await.unwrap();
+    let view = ada.get(&format!("{marker}{}", leased.stream_id)).await;
+    assert_eq!(view.text_of("message-state").as_deref(), Some("Retrying"));
+    let confirm = ada.get(&href_of(&view, "delete-message")).await;
+    let done = ada.post(&path, &[("form_id", &confirm.input_value("form_id").unwrap())]).await;
+    ada.follow(done).await.assert_contains(&format!("Deleted message {}.", leased.message));
+    app.engine.flush_ledger(false).await.unwrap();
+    let stats = app.engine.stats(queue.id, now_ms()).await.unwrap().unwrap();
+    assert_eq!((stats.total, stats.stored_bytes), (0, 0), "nothing left, no byte counted");
 
     // Gone, or not a message id: 404 for the confirmation page.
     assert_eq!(ada.get(&format!("/queues/jobs/messages/delete?delayed={id}")).await.status, 404);
