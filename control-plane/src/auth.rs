@@ -132,7 +132,13 @@ pub struct PasswordChange {
 /// Changes the member's password and ends every one of their sessions (whoever knew the old
 /// password may hold one); answers a fresh session for the caller. A wrong current password is a
 /// 400 on `current_password` (not a 401: the caller's session is fine) and changes nothing.
-pub async fn change_password(cp: &ControlPlane, member: MemberId, change: PasswordChange) -> ApiResult<SignedIn> {
+/// The fresh session keeps where the request came from (`origin`), as a log-in's does.
+pub async fn change_password(
+    cp: &ControlPlane,
+    member: MemberId,
+    change: PasswordChange,
+    origin: Origin,
+) -> ApiResult<SignedIn> {
     check_new_password(&change.new_password)?;
     let hash = members::password_hash(cp.db(), member).await?.ok_or_else(invalid_session)?;
     if !password::verify(cp.hashing(), change.current_password, Some(hash)).await? {
@@ -147,7 +153,7 @@ pub async fn change_password(cp: &ControlPlane, member: MemberId, change: Passwo
     tx.commit().await?;
     tracing::info!(member = %member.as_uuid(), ended, "password changed; every session ended");
     let found = members::find(cp.db(), member.as_uuid()).await?.ok_or_else(invalid_session)?;
-    signed_in(cp, found, &Origin::default()).await
+    signed_in(cp, found, &origin).await
 }
 
 /// The live sessions of the member of this session JWT, the caller's marked `current`.

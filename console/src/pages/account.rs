@@ -94,6 +94,7 @@ pub(crate) async fn show(State(state): State<ConsoleState>, member: CurrentMembe
 pub(crate) async fn change_password(
     State(state): State<ConsoleState>,
     member: CurrentMember,
+    origin: aqs_control_plane::sessions::Origin,
     form: FormData,
 ) -> PageResult {
     let change = PasswordChange {
@@ -101,7 +102,7 @@ pub(crate) async fn change_password(
         new_password: form.get("new_password").to_owned(),
     };
     let act = async {
-        match auth::change_password(state.control(), member.id, change).await {
+        match auth::change_password(state.control(), member.id, change, origin).await {
             Ok(signed_in) => {
                 let message = "Password changed. Every other session has ended; this browser stays logged in.";
                 let mut response = flash::redirect(&state, member.secure, PATH, message);

@@ -25,4 +25,22 @@ async fn each_session_shows_its_device_and_address(db: PgPool) {
     page.assert_contains(&format!("<span title=\"{FIREFOX}\">Firefox on Linux</span>"));
     page.assert_contains(">Chrome on Android</span>");
     assert_eq!(page.body.matches("<td data-label=\"Address\"><code>127.0.0.1</code></td>").count(), 2, "{}", page.body);
+
+    // A password change ends every session and gives this browser a fresh one, still named.
+    let form_id = page.input_value("form_id").unwrap();
+    let changed = ada
+        .post(
+            "/account/password",
+            &[
+                ("current_password", super::support::PASSWORD),
+                ("new_password", "another password"),
+                ("form_id", &form_id),
+            ],
+        )
+        .await;
+    let page = ada.follow(changed).await;
+    page.assert_contains("Password changed.");
+    page.assert_contains(">Firefox on Linux</span>");
+    page.assert_lacks("Chrome on Android");
+    page.assert_lacks("Unknown device");
 }

@@ -84,9 +84,10 @@ pub(super) async fn logout_all(
 pub(super) async fn change_password(
     State(cp): State<ControlPlane>,
     member: AuthMember,
+    origin: Origin,
     ApiJson(change): ApiJson<PasswordChange>,
 ) -> ApiResult<ApiJson<SignedIn>> {
-    Ok(ApiJson(auth::change_password(&cp, member.id(), change).await?))
+    Ok(ApiJson(auth::change_password(&cp, member.id(), change, origin).await?))
 }
 
 #[derive(serde::Serialize, utoipa::ToSchema)]
