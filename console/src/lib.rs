@@ -1,6 +1,7 @@
 //! The web console for members, served at `/`: server-rendered askama pages over the control plane
 //! (members, queues, tokens, push targets, and the operators' callback URLs) and the data-plane
-//! engine (depth, stats, messages in every state, sending and receiving, dead letters, the last hour).
+//! engine (depth, stats, messages in every state, sending, receiving and deleting one, dead letters,
+//! the last hour, who consumes), and the snippets that connect to a queue.
 //!
 //! Every page works without JavaScript. `static/console.js` only adds small enhancements: the copy
 //! button, the live slug preview and the Overview refreshing a fragment instead of the whole page.

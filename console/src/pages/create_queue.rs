@@ -1,9 +1,10 @@
 //! Create queue: a name (with the address it will get shown before creating: a "Preview address"
-//! button without JavaScript, live as you type with it), the visibility timeout, the maximum
-//! attempts and the payload size, or the defaults. On success the form redirects to the "created"
-//! page, which shows the first token once (a reload shows it no more; a resubmission creates
-//! nothing: see `once`). At the per-member queue limit the form is shown disabled with the reason,
-//! before anything is typed.
+//! button without JavaScript, live as you type with it; a taken address is said, with the suffix
+//! it gets instead, and a name the member already uses is warned about here and on the "created"
+//! page, never refused), the visibility timeout, the maximum attempts and the payload size, or the
+//! defaults. On success the form redirects to the "created" page, which shows the first token once
+//! (a reload shows it no more; a resubmission creates nothing: see `once`). At the per-member queue
+//! limit the form is shown disabled with the reason, before anything is typed.
 
 use super::INVALID;
 use super::load_queue;
