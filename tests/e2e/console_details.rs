@@ -140,6 +140,22 @@ async fn run(javascript: bool) {
     browser.click(&format!("nav.tabs a[href='/queues/{slug}/connect']")).await;
     assert!(browser.text("#snippet-typescript").await.contains(&format!("queue: \"{slug}\"")));
     browser.screenshot(&format!("details-connect-{tag}")).await;
+    // At a phone's width the long lines scroll inside their own boxes, never the page.
+    browser.client.set_window_size(390, 900).await.unwrap();
+    let widths = browser
+        .client
+        .execute(
+            "return [document.documentElement.scrollWidth,
+                     ...[...document.querySelectorAll('pre.code')].map((p) => p.getBoundingClientRect().right <= window.innerWidth)];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let widths = widths.as_array().unwrap();
+    assert!(widths[0].as_u64().unwrap() <= 390, "the Connect tab is {}px wide at 390px", widths[0]);
+    assert!(widths[1..].iter().all(|fits| fits.as_bool() == Some(true)), "a snippet overflows the page: {widths:?}");
+    browser.screenshot(&format!("details-connect-phone-{tag}")).await;
+    browser.client.set_window_size(1280, 1100).await.unwrap();
 
     // The Account page names this browser's device.
     browser.goto(&format!("{base}/account")).await;
