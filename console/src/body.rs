@@ -26,6 +26,61 @@ pub(crate) fn exact(body: &[u8]) -> ShownBody {
     }
 }
 
+/// A run of a body shown exactly: text as it is, or one control character as a visible marker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct BodyPart {
+    pub text: String,
+    /// `Some(name)`: `text` is the marker of this control character (its name, for the title).
+    pub control: Option<String>,
+}
+
+/// `text` cut into runs, each control character but newline and tab its own marked run: a browser
+/// shows NUL as nothing and a CR as a line break (HTML parsing turns CR LF into LF), so "exactly as
+/// sent" would hide them. Each is written as its escape, in ASCII so that every font has it: NUL
+/// `\0`, CR `\r`, the other C0 controls and DEL `\xNN`, the C1 controls `\u0085`; the page styles
+/// the markers apart from the text (a literal backslash in the body is plain text). A CR LF keeps
+/// its line break after the `\r`.
+pub(crate) fn marked(text: &str) -> Vec<BodyPart> {
+    let mut parts = Vec::new();
+    let mut run = String::new();
+    for c in text.chars() {
+        let marker = match c {
+            '\n' | '\t' => None,
+            '\u{0}' => Some("\\0".to_owned()),
+            '\r' => Some("\\r".to_owned()),
+            '\u{1}'..='\u{1f}' | '\u{7f}' => Some(format!("\\x{:02X}", c as u32)),
+            '\u{80}'..='\u{9f}' => Some(format!("\\u{:04X}", c as u32)),
+            _ => None,
+        };
+        match marker {
+            Some(marker) => {
+                if !run.is_empty() {
+                    parts.push(BodyPart { text: std::mem::take(&mut run), control: None });
+                }
+                parts.push(BodyPart { text: marker, control: Some(control_name(c)) });
+            }
+            None => run.push(c),
+        }
+    }
+    if !run.is_empty() {
+        parts.push(BodyPart { text: run, control: None });
+    }
+    parts
+}
+
+/// "NUL (0x00)", "CR (0x0D)", "U+0085".
+fn control_name(c: char) -> String {
+    const NAMES: [&str; 32] = [
+        "NUL", "SOH", "STX", "ETX", "EOT", "ENQ", "ACK", "BEL", "BS", "TAB", "LF", "VT", "FF", "CR", "SO", "SI", "DLE",
+        "DC1", "DC2", "DC3", "DC4", "NAK", "SYN", "ETB", "CAN", "EM", "SUB", "ESC", "FS", "GS", "RS", "US",
+    ];
+    match c as u32 {
+        n @ 0..=0x1f => format!("{} (0x{n:02X})", NAMES[n as usize]),
+        0x7f => "DEL (0x7F)".to_owned(),
+        n => format!("U+{n:04X}"),
+    }
+}
+
 /// The first bytes of a body (`body` of `total` bytes) on one line: the text as sent with its
 /// whitespace runs folded, an ellipsis when cut; bytes that are no text are described.
 pub(crate) fn one_line(body: &[u8], total: u64) -> String {
@@ -118,6 +173,16 @@ mod tests {
         let pretty = pretty_json(r#"{"b":1,"a":[2,{}],"s":"x, {y}: \"z\""}"#);
         assert_eq!(pretty, "{\n  \"b\": 1,\n  \"a\": [\n    2,\n    {}\n  ],\n  \"s\": \"x, {y}: \\\"z\\\"\"\n}");
         assert!(serde_json::from_str::<serde_json::Value>(&pretty).is_ok());
+    }
+
+    #[test]
+    fn control_characters_get_visible_markers_and_the_rest_stays() {
+        let parts = marked("a\0b\r\nc\td\u{7f}\u{85}");
+        let shown: String = parts.iter().map(|p| p.text.as_str()).collect();
+        assert_eq!(shown, "a\\0b\\r\nc\td\\x7F\\u0085");
+        let names: Vec<&str> = parts.iter().filter_map(|p| p.control.as_deref()).collect();
+        assert_eq!(names, ["NUL (0x00)", "CR (0x0D)", "DEL (0x7F)", "U+0085"]);
+        assert_eq!(marked("plain"), vec![BodyPart { text: "plain".into(), control: None }]);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The web console for members, served at `/`: server-rendered askama pages over the control plane
 //! (members, queues, tokens, push targets, and the operators' callback URLs) and the data-plane
-//! engine (depth, stats, messages in every state, sending and receiving, dead letters, the last hour).
+//! engine (depth, stats, messages in every state, sending, receiving and deleting one, dead letters,
+//! the last hour, who consumes), and the snippets that connect to a queue.
 //!
 //! Every page works without JavaScript. `static/console.js` only adds small enhancements: the copy
 //! button, the live slug preview and the Overview refreshing a fragment instead of the whole page.
@@ -20,6 +21,7 @@ mod chart;
 mod checks;
 mod cookies;
 mod csrf;
+mod device;
 mod error;
 mod extract;
 mod fields;
@@ -70,12 +72,18 @@ pub fn router(config: &Config, control: ControlPlane, engine: impl Into<Engine>)
         .route("/queues/{slug}/live", get(pages::overview::live))
         .route("/queues/{slug}/messages", get(pages::messages::show))
         .route("/queues/{slug}/messages/view", get(pages::message_view::show))
+        .route(
+            "/queues/{slug}/messages/delete",
+            get(pages::confirmations::delete_message).post(pages::message_delete::delete),
+        )
         .route("/queues/{slug}/messages/purge", get(pages::messages::confirm_purge).post(pages::messages::purge))
         .route("/queues/{slug}/messages/send", get(pages::try_out::send_form).post(pages::try_out::send))
         .route("/queues/{slug}/messages/receive", post(pages::try_out::receive))
         .route("/queues/{slug}/messages/received/{id}", get(pages::try_out::received))
         .route("/queues/{slug}/messages/received/{id}/{action}", post(pages::try_out::settle))
         .route("/queues/{slug}/activity", get(pages::activity::show))
+        .route("/queues/{slug}/consumers", get(pages::consumers::show))
+        .route("/queues/{slug}/connect", get(pages::connect::show))
         .route("/queues/{slug}/activity/live", get(pages::activity::live))
         .route("/queues/{slug}/tokens", get(pages::tokens::show).post(pages::tokens::create))
         .route("/queues/{slug}/tokens/{id}/revoke", get(pages::tokens::confirm_revoke).post(pages::tokens::revoke))

@@ -7,23 +7,36 @@ use aqs_control_plane::Queue;
 pub enum Tab {
     Overview,
     Messages,
+    Consumers,
     Tokens,
     DeadLetters,
     Push,
+    Connect,
     Settings,
 }
 
 impl Tab {
     /// In the order they appear.
-    pub const ALL: [Tab; 6] = [Tab::Overview, Tab::Messages, Tab::Tokens, Tab::DeadLetters, Tab::Push, Tab::Settings];
+    pub const ALL: [Tab; 8] = [
+        Tab::Overview,
+        Tab::Messages,
+        Tab::Consumers,
+        Tab::Tokens,
+        Tab::DeadLetters,
+        Tab::Push,
+        Tab::Connect,
+        Tab::Settings,
+    ];
 
     pub fn label(self) -> &'static str {
         match self {
             Tab::Overview => "Overview",
             Tab::Messages => "Messages",
+            Tab::Consumers => "Consumers",
             Tab::Tokens => "Tokens",
             Tab::DeadLetters => "Dead letters",
             Tab::Push => "Push",
+            Tab::Connect => "Connect",
             Tab::Settings => "Settings",
         }
     }
@@ -33,9 +46,11 @@ impl Tab {
         match self {
             Tab::Overview => "",
             Tab::Messages => "/messages",
+            Tab::Consumers => "/consumers",
             Tab::Tokens => "/tokens",
             Tab::DeadLetters => "/dead-letters",
             Tab::Push => "/push",
+            Tab::Connect => "/connect",
             Tab::Settings => "/settings",
         }
     }

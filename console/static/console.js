@@ -1,5 +1,6 @@
 // AQS console: small enhancements over pages that work without JavaScript.
-// - [data-copy]: a copy button for the token secret (hidden until this script runs);
+// - [data-copy]: a copy button for the token secret (hidden until this script runs), and the
+//   secret's field selecting all of it when focused, ready to copy by hand;
 // - [data-slug-source]: the queue's address previewed as the name is typed;
 // - [data-refresh]: the Overview's live figures (and its chart) fetched again every few seconds and
 //   merged in place (`morph`): only changed text and attributes are written, so keyboard focus, an
@@ -106,6 +107,10 @@ document.addEventListener("DOMContentLoaded", () => {
       if (status) status.textContent = copied ? "Copied to the clipboard." : "Select the secret and copy it.";
       button.textContent = copied ? "Copied" : "Copy";
     });
+  }
+
+  for (const field of document.querySelectorAll("textarea.secret-value")) {
+    field.addEventListener("focus", () => field.select());
   }
 
   for (const input of document.querySelectorAll("[data-slug-source]")) {

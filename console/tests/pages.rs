@@ -11,6 +11,10 @@ mod pages {
     // Shared with the control plane's tests; this binary uses only part of it.
     mod callback_urls;
     mod charts;
+    mod connect;
+    mod consumers;
+    mod control_bytes;
+    mod create_warnings;
     mod csrf;
     mod dead_letters;
     mod every_error;
@@ -18,6 +22,7 @@ mod pages {
     #[path = "../../../control-plane/tests/api/fake_stripe.rs"]
     mod fake_stripe;
     mod hosts;
+    mod message_delete;
     mod message_lookup;
     mod messages;
     mod overview;
@@ -26,6 +31,7 @@ mod pages {
     mod queues;
     mod resubmit;
     mod send_size;
+    mod session_devices;
     mod settings;
     mod support;
     mod tenancy;

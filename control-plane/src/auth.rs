@@ -6,7 +6,7 @@ use crate::client_addr::ClientAddr;
 use crate::login_throttle::LoginAttempt;
 use crate::members::{self, Member, MemberId, Role};
 use crate::password;
-use crate::sessions::{self, Session};
+use crate::sessions::{self, Origin, Session};
 use crate::state::ControlPlane;
 use crate::text::refuse_control;
 use aqs_core::{ApiError, ApiResult};
@@ -45,6 +45,11 @@ pub struct SignedIn {
 
 /// Creates a member. Emails in `AQS_OPERATOR_EMAILS` become operators.
 pub async fn signup(cp: &ControlPlane, credentials: Credentials) -> ApiResult<SignedIn> {
+    signup_from(cp, credentials, Origin::default()).await
+}
+
+/// [`signup`], its first session keeping where it came from (`origin`).
+pub async fn signup_from(cp: &ControlPlane, credentials: Credentials, origin: Origin) -> ApiResult<SignedIn> {
     refuse_control("email", &credentials.email)?;
     let email = normalise_email(&credentials.email)?;
     check_password(&credentials.password)?;
@@ -52,14 +57,18 @@ pub async fn signup(cp: &ControlPlane, credentials: Credentials) -> ApiResult<Si
     let role = if cp.is_operator_email(&email) { Role::Operator } else { Role::Member };
     let member = members::insert(cp.db(), &email, &hash, role).await?;
     tracing::info!(member = %member.id.as_uuid(), ?role, "member signed up");
-    signed_in(cp, member).await
+    signed_in(cp, member, &origin).await
 }
 
 /// Checks an email and password. Every failure is the same 401, so a caller cannot tell an unknown
 /// email from a wrong password; only an email no member could have (a control character in it) is
 /// a 400, as it is at sign-up. Failures from `client` are counted (`login_throttle`): past the
 /// bounds every attempt, right password or not, is a 429 until the window passes.
-pub async fn login(cp: &ControlPlane, credentials: Credentials, client: ClientAddr) -> ApiResult<SignedIn> {
+/// The session keeps where the log-in came from (`origin`: a [`ClientAddr`] alone, or with the
+/// user agent).
+pub async fn login(cp: &ControlPlane, credentials: Credentials, origin: impl Into<Origin>) -> ApiResult<SignedIn> {
+    let origin = origin.into();
+    let client = origin.client.unwrap_or(ClientAddr(None));
     refuse_control("email", &credentials.email)?;
     let attempt = LoginAttempt::new(cp.keys(), &credentials.email, client);
     attempt.check(cp.redis()).await?;
@@ -77,7 +86,7 @@ pub async fn login(cp: &ControlPlane, credentials: Credentials, client: ClientAd
     match member {
         Some(member) if matches => {
             attempt.succeeded(cp.redis()).await?;
-            signed_in(cp, member).await
+            signed_in(cp, member, &origin).await
         }
         _ => {
             attempt.failed(cp.redis()).await?;
@@ -123,7 +132,13 @@ pub struct PasswordChange {
 /// Changes the member's password and ends every one of their sessions (whoever knew the old
 /// password may hold one); answers a fresh session for the caller. A wrong current password is a
 /// 400 on `current_password` (not a 401: the caller's session is fine) and changes nothing.
-pub async fn change_password(cp: &ControlPlane, member: MemberId, change: PasswordChange) -> ApiResult<SignedIn> {
+/// The fresh session keeps where the request came from (`origin`), as a log-in's does.
+pub async fn change_password(
+    cp: &ControlPlane,
+    member: MemberId,
+    change: PasswordChange,
+    origin: Origin,
+) -> ApiResult<SignedIn> {
     check_new_password(&change.new_password)?;
     let hash = members::password_hash(cp.db(), member).await?.ok_or_else(invalid_session)?;
     if !password::verify(cp.hashing(), change.current_password, Some(hash)).await? {
@@ -138,7 +153,7 @@ pub async fn change_password(cp: &ControlPlane, member: MemberId, change: Passwo
     tx.commit().await?;
     tracing::info!(member = %member.as_uuid(), ended, "password changed; every session ended");
     let found = members::find(cp.db(), member.as_uuid()).await?.ok_or_else(invalid_session)?;
-    signed_in(cp, found).await
+    signed_in(cp, found, &origin).await
 }
 
 /// The live sessions of the member of this session JWT, the caller's marked `current`.
@@ -166,8 +181,8 @@ fn invalid_session() -> ApiError {
     ApiError::Unauthorized("the session is invalid or has expired; log in again".into())
 }
 
-async fn signed_in(cp: &ControlPlane, member: Member) -> ApiResult<SignedIn> {
-    let (sid, issued) = sessions::start(cp.db(), member.id).await?;
+async fn signed_in(cp: &ControlPlane, member: Member, origin: &Origin) -> ApiResult<SignedIn> {
+    let (sid, issued) = sessions::start(cp.db(), member.id, origin).await?;
     let session = cp.sessions().issue(member.id.as_uuid(), sid, issued)?;
     Ok(SignedIn { member, session })
 }

@@ -25,7 +25,7 @@ pub mod account;
 pub mod admin;
 pub mod auth;
 pub mod billing;
-pub mod client_addr;
+pub use aqs_core::client_addr;
 mod database;
 mod domain_proof;
 pub mod domains;
@@ -43,7 +43,7 @@ mod redis_scan;
 mod resync;
 mod routes;
 mod session;
-mod sessions;
+pub mod sessions;
 /// Queue slugs live in core (the data plane parses them too); kept at this path for the console.
 pub use aqs_core::slug;
 mod state;

@@ -116,6 +116,16 @@ pub async fn create(cp: &ControlPlane, member: MemberId, input: NewQueue) -> Api
     Ok((queue, token))
 }
 
+/// Whether a live queue, any member's, holds `slug`: a new queue whose name makes that slug is
+/// given it with a random suffix instead (slugs are unique, names are not). Only says what the
+/// suffixing itself would reveal.
+pub async fn slug_taken(cp: &ControlPlane, slug: &str) -> ApiResult<bool> {
+    Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM queues WHERE slug = $1 AND deleted_at IS NULL)")
+        .bind(slug)
+        .fetch_one(cp.db())
+        .await?)
+}
+
 pub async fn list(cp: &ControlPlane, member: MemberId) -> ApiResult<Vec<Queue>> {
     let rows = store::list(cp.db(), member).await?;
     Ok(rows.into_iter().map(|row| row.into_queue(cp.public_url())).collect())

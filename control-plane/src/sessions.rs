@@ -6,6 +6,7 @@
 //! Rows past their expiry serve nothing; each new session deletes up to [`SWEEP_BATCH`] of them
 //! (anyone's), so the table never holds more than a batch per log-in of dead rows.
 
+use crate::client_addr::ClientAddr;
 use crate::members::{Member, MemberId, MemberRow};
 use crate::session::SESSION_SECS;
 use aqs_core::ApiResult;
@@ -27,17 +28,57 @@ pub struct Session {
     pub expires_at: DateTime<Utc>,
     /// True for the session that asked.
     pub current: bool,
+    /// The `User-Agent` of the browser or client that logged in (none for sessions started before
+    /// it was kept).
+    pub user_agent: Option<String>,
+    /// The client address it logged in from.
+    pub address: Option<String>,
+}
+
+/// Where a log-in comes from: its client address and `User-Agent`, kept with the session so the
+/// member can tell their sessions apart.
+#[derive(Clone, Debug, Default)]
+pub struct Origin {
+    pub client: Option<ClientAddr>,
+    pub user_agent: Option<String>,
+}
+
+/// The longest user agent kept, in characters.
+const USER_AGENT_MAX_CHARS: usize = 512;
+
+impl From<ClientAddr> for Origin {
+    fn from(client: ClientAddr) -> Self {
+        Self { client: Some(client), user_agent: None }
+    }
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Origin {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let client = ClientAddr::from_request_parts(parts, state).await?;
+        let user_agent = parts
+            .headers
+            .get(axum::http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(|ua| ua.chars().filter(|c| !c.is_control()).take(USER_AGENT_MAX_CHARS).collect::<String>())
+            .filter(|ua| !ua.trim().is_empty());
+        Ok(Self { client: Some(client), user_agent })
+    }
 }
 
 /// Records a new session for `member`; returns its id and when it was issued (Unix seconds).
-pub(crate) async fn start(db: &PgPool, member: MemberId) -> ApiResult<(Uuid, i64)> {
+pub(crate) async fn start(db: &PgPool, member: MemberId, origin: &Origin) -> ApiResult<(Uuid, i64)> {
     let id = Uuid::new_v4();
     let issued = Utc::now().timestamp();
     let expires = DateTime::<Utc>::from_timestamp(issued + SESSION_SECS, 0).unwrap_or_else(Utc::now);
-    sqlx::query("INSERT INTO sessions (id, member_id, expires_at) VALUES ($1, $2, $3)")
+    let address = origin.client.and_then(|c| c.shown());
+    sqlx::query("INSERT INTO sessions (id, member_id, expires_at, user_agent, address) VALUES ($1, $2, $3, $4, $5)")
         .bind(id)
         .bind(member.as_uuid())
         .bind(expires)
+        .bind(origin.user_agent.as_deref())
+        .bind(address)
         .execute(db)
         .await?;
     sweep_expired(db).await?;
@@ -60,8 +101,9 @@ pub(crate) async fn sweep_expired(db: &PgPool) -> ApiResult<u64> {
 
 /// The member's live sessions, newest first; `current` marks session `sid`.
 pub(crate) async fn list(db: &PgPool, member: MemberId, current: Uuid) -> ApiResult<Vec<Session>> {
-    let rows: Vec<(Uuid, DateTime<Utc>, DateTime<Utc>)> = sqlx::query_as(
-        "SELECT id, created_at, expires_at FROM sessions
+    type Row = (Uuid, DateTime<Utc>, DateTime<Utc>, Option<String>, Option<String>);
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT id, created_at, expires_at, user_agent, address FROM sessions
          WHERE member_id = $1 AND revoked_at IS NULL AND expires_at > now() ORDER BY created_at DESC, id",
     )
     .bind(member.as_uuid())
@@ -69,7 +111,14 @@ pub(crate) async fn list(db: &PgPool, member: MemberId, current: Uuid) -> ApiRes
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(id, created_at, expires_at)| Session { id, created_at, expires_at, current: id == current })
+        .map(|(id, created_at, expires_at, user_agent, address)| Session {
+            id,
+            created_at,
+            expires_at,
+            current: id == current,
+            user_agent,
+            address,
+        })
         .collect())
 }
 

@@ -224,6 +224,11 @@ impl QueueKeys {
     pub fn token_last_used(&self) -> String {
         self.key("tokens_used")
     }
+    /// Who consumed lately (the data plane's per-process tallies, one field per replica and
+    /// consumer, `engine/src/consumers.rs`), with an expiry: the console's Consumers tab.
+    pub fn consumers(&self) -> String {
+        self.key("consumers")
+    }
     /// The queue's push target (`projection::PushRecord`), written by the control plane.
     pub fn push(&self) -> String {
         self.key("push")
@@ -257,7 +262,7 @@ impl QueueKeys {
     /// Every key that holds this queue's state, but for its idempotency records (`idem_ix` lists
     /// them): the one inventory of the queue's keys. Deleting the queue (`drop_queue.lua`) unlinks
     /// exactly these; a key added to a queue belongs here.
-    pub fn stored(&self) -> [String; 17] {
+    pub fn stored(&self) -> [String; 18] {
         [
             self.meta(),
             self.stream(),
@@ -274,6 +279,7 @@ impl QueueKeys {
             self.minutes(),
             self.budget(),
             self.token_last_used(),
+            self.consumers(),
             self.push(),
             self.push_log(),
         ]

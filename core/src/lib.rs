@@ -5,6 +5,7 @@
 //! projects into Redis, the one API error type and the configuration.
 
 pub mod cert_key;
+pub mod client_addr;
 pub mod config;
 pub mod config_values;
 pub mod error;

@@ -6,7 +6,8 @@
 //!   redirects only); [`tls_listener`] serves them, by SNI and a matching `Host`; [`tls_server_config`]
 //!   is the TLS listener's configuration (certificates by SNI).
 //! - [`spawn_background`] starts the sweeper (timers), the publish ledger flusher, the engine's
-//!   wake-up subscriber (long polls), the custom hosts' sync and the push supervisor ([`push`]: one
+//!   wake-up subscriber (long polls), the consumers' tallies (`consumers.rs`), the custom hosts'
+//!   sync and the push supervisor ([`push`]: one
 //!   dispatcher per queue with a push target).
 //!
 //! It is HTTP over `aqs-engine`: authentication, rate classes, bodies and answers here; every
@@ -15,6 +16,7 @@
 mod auth;
 mod body;
 mod cache;
+mod consumers;
 pub mod hosts;
 mod last_use;
 mod ledger_flusher;
@@ -45,6 +47,7 @@ pub fn spawn_background(state: &DataPlane, shutdown: CancellationToken) -> Vec<J
     vec![
         sweeper::spawn(state.clone(), shutdown.clone()),
         ledger_flusher::spawn(state.clone(), shutdown.clone()),
+        consumers::spawn(state.clone(), shutdown.clone()),
         state.engine.spawn_wake_subscriber(shutdown.clone()),
         hosts::table::spawn_sync(state, shutdown.clone()),
         push::spawn(state.clone(), shutdown),

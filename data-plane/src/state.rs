@@ -29,6 +29,8 @@ pub struct Shared {
     pub(crate) auth: Arc<AuthCache>,
     /// When each token's last use was written (`last_use.rs`).
     pub(crate) last_use: Arc<LastUse>,
+    /// Who consumes each queue lately (`consumers.rs`).
+    pub(crate) consumers: Arc<crate::consumers::Consumers>,
     /// The process's shutdown signal, once `spawn_background` has it: long polls answer at once
     /// when it fires instead of holding graceful shutdown for up to 20 s.
     pub(crate) shutdown: Arc<OnceLock<CancellationToken>>,
@@ -57,6 +59,7 @@ impl DataPlane {
             receipts: ReceiptCodec::new(config.receipt_secret.expose().as_bytes()),
             auth: Arc::new(AuthCache::new(keys)),
             last_use: Arc::new(LastUse::default()),
+            consumers: Arc::new(crate::consumers::Consumers::default()),
             shutdown: Arc::new(OnceLock::new()),
             push: Arc::new(PushClient::new(config.push_allow_private_networks)),
             hosts: Arc::new(crate::hosts::table::HostTable::default()),
@@ -68,6 +71,12 @@ impl DataPlane {
     /// (`CACHE_CAPACITY`, `LAST_USE_CAPACITY`) that hostile traffic cannot push it past.
     pub fn cache_sizes(&self) -> CacheSizes {
         CacheSizes { last_use: self.last_use.len(), ..self.auth.sizes() }
+    }
+
+    /// Writes this process's consumer tallies now (tests; the background task does it every
+    /// few seconds).
+    pub async fn flush_consumers(&self) {
+        crate::consumers::flush(self).await;
     }
 
     /// True once the wake-up subscriber is listening (tests wait for it).

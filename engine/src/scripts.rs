@@ -107,6 +107,7 @@ scripts! {
     drop_queue: true, script!("drop_queue.lua");
     extend: true, script!("extend.lua");
     browse: false, script!("browse.lua");
+    delete_message: true, script!("delete_message.lua");
 }
 
 impl Scripts {

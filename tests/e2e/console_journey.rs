@@ -17,20 +17,20 @@ use std::time::{Duration, Instant};
 const OPERATOR: &str = "console-operator@example.com";
 
 /// chromedriver on a free port, with Chromium in a fresh profile; both end with the test.
-struct Browser {
-    client: Client,
+pub(crate) struct Browser {
+    pub(crate) client: Client,
     driver: Child,
     profile: PathBuf,
     screenshots: PathBuf,
 }
 
 impl Browser {
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         Self::launch(true).await
     }
 
     /// A browser with JavaScript turned off, as some members browse.
-    async fn start_without_javascript() -> Self {
+    pub(crate) async fn start_without_javascript() -> Self {
         Self::launch(false).await
     }
 
@@ -89,16 +89,16 @@ impl Browser {
         Self { client, driver, profile, screenshots }
     }
 
-    async fn screenshot(&self, page: &str) {
+    pub(crate) async fn screenshot(&self, page: &str) {
         let png = self.client.screenshot().await.expect("screenshot");
         std::fs::write(self.screenshots.join(format!("{page}.png")), png).expect("write screenshot");
     }
 
-    async fn goto(&self, url: &str) {
+    pub(crate) async fn goto(&self, url: &str) {
         self.client.goto(url).await.expect("goto");
     }
 
-    async fn css(&self, selector: &str) -> fantoccini::elements::Element {
+    pub(crate) async fn css(&self, selector: &str) -> fantoccini::elements::Element {
         self.client
             .wait()
             .at_most(Duration::from_secs(10))
@@ -109,7 +109,7 @@ impl Browser {
 
     /// The element's text. The Overview replaces its figures in place every few seconds, so an
     /// element found a moment ago can be gone (stale) when read: find it again and retry.
-    async fn text(&self, selector: &str) -> String {
+    pub(crate) async fn text(&self, selector: &str) -> String {
         let mut last_error = None;
         for _ in 0..5 {
             match self.css(selector).await.text().await {
@@ -121,14 +121,14 @@ impl Browser {
         panic!("text of {selector}: {last_error:?}")
     }
 
-    async fn fill(&self, selector: &str, value: &str) {
+    pub(crate) async fn fill(&self, selector: &str, value: &str) {
         let input = self.css(selector).await;
         input.clear().await.expect("clear");
         input.send_keys(value).await.expect("type");
     }
 
     /// Clicks the element, finding it again if a refresh replaced it in between (see `text`).
-    async fn click(&self, selector: &str) {
+    pub(crate) async fn click(&self, selector: &str) {
         let mut last_error = None;
         for _ in 0..5 {
             match self.css(selector).await.click().await {
@@ -140,17 +140,17 @@ impl Browser {
         panic!("click {selector}: {last_error:?}")
     }
 
-    async fn body(&self) -> String {
+    pub(crate) async fn body(&self) -> String {
         self.text("body").await
     }
 
-    async fn path(&self) -> String {
+    pub(crate) async fn path(&self) -> String {
         self.client.current_url().await.expect("url").path().to_owned()
     }
 
     /// Waits until `selector`'s text satisfies `ok`, without navigating: for content that changes
     /// in place.
-    async fn wait_for_text(&self, selector: &str, timeout: Duration, ok: impl Fn(&str) -> bool) -> String {
+    pub(crate) async fn wait_for_text(&self, selector: &str, timeout: Duration, ok: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + timeout;
         loop {
             let text = self.text(selector).await;
@@ -226,14 +226,14 @@ async fn push_handler() -> String {
 }
 
 impl Browser {
-    async fn log_in(&self, email: &str) {
+    pub(crate) async fn log_in(&self, email: &str) {
         self.fill("#email", email).await;
         self.fill("#password", PASSWORD).await;
         self.click("form button[type=submit]").await;
         self.wait_for_text("main", Duration::from_secs(10), |t| t.contains("Your queues")).await;
     }
 
-    async fn log_out(&self) {
+    pub(crate) async fn log_out(&self) {
         self.click("form[action='/logout'] button").await;
         self.wait_for_text(".flash", Duration::from_secs(10), |t| t == "You are logged out.").await;
     }

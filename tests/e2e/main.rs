@@ -4,6 +4,7 @@
 
 mod bench_smoke;
 mod client;
+mod console_details;
 mod console_journey;
 mod failover;
 mod framing;

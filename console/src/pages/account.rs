@@ -31,6 +31,11 @@ struct SessionRow {
     created: format::Instant,
     expires: format::Instant,
     current: bool,
+    /// The browser and system it logged in with ("Firefox on Linux"), and the full user agent.
+    device: String,
+    user_agent: String,
+    /// The client address it logged in from, or "".
+    address: String,
 }
 
 impl From<Session> for SessionRow {
@@ -42,6 +47,9 @@ impl From<Session> for SessionRow {
             created: ms(session.created_at),
             expires: ms(session.expires_at),
             current: session.current,
+            device: crate::device::describe(session.user_agent.as_deref()),
+            user_agent: session.user_agent.unwrap_or_default(),
+            address: session.address.unwrap_or_default(),
         }
     }
 }
@@ -86,6 +94,7 @@ pub(crate) async fn show(State(state): State<ConsoleState>, member: CurrentMembe
 pub(crate) async fn change_password(
     State(state): State<ConsoleState>,
     member: CurrentMember,
+    origin: aqs_control_plane::sessions::Origin,
     form: FormData,
 ) -> PageResult {
     let change = PasswordChange {
@@ -93,7 +102,7 @@ pub(crate) async fn change_password(
         new_password: form.get("new_password").to_owned(),
     };
     let act = async {
-        match auth::change_password(state.control(), member.id, change).await {
+        match auth::change_password(state.control(), member.id, change, origin).await {
             Ok(signed_in) => {
                 let message = "Password changed. Every other session has ended; this browser stays logged in.";
                 let mut response = flash::redirect(&state, member.secure, PATH, message);

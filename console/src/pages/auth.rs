@@ -13,7 +13,7 @@ use crate::flash;
 use crate::layout::Chrome;
 use crate::next;
 use crate::state::ConsoleState;
-use aqs_control_plane::client_addr::ClientAddr;
+use aqs_control_plane::sessions::Origin;
 use aqs_control_plane::{Credentials, auth};
 use aqs_core::ApiError;
 use askama::Template;
@@ -109,7 +109,12 @@ async fn guest_page(
     response
 }
 
-pub(crate) async fn signup(State(state): State<ConsoleState>, visitor: Visitor, form: FormData) -> PageResult {
+pub(crate) async fn signup(
+    State(state): State<ConsoleState>,
+    origin: Origin,
+    visitor: Visitor,
+    form: FormData,
+) -> PageResult {
     let email = form.get("email").trim().to_owned();
     let next = form.get("next");
     let credentials = Credentials { email: email.clone(), password: form.get("password").to_owned() };
@@ -118,7 +123,7 @@ pub(crate) async fn signup(State(state): State<ConsoleState>, visitor: Visitor, 
         crate::checks::signup(&mut errors, &email, form.get("password"));
         errors
     };
-    match auth::signup(state.control(), credentials).await {
+    match auth::signup_from(state.control(), credentials, origin).await {
         Ok(signed_in) => Ok(signed_in_response(&state, &visitor, &signed_in.session, landing(next), "Welcome to AQS.")),
         Err(ApiError::Conflict(_)) => {
             let mut errors = FieldErrors::default();
@@ -136,14 +141,14 @@ pub(crate) async fn signup(State(state): State<ConsoleState>, visitor: Visitor, 
 
 pub(crate) async fn login(
     State(state): State<ConsoleState>,
-    client: ClientAddr,
+    origin: Origin,
     visitor: Visitor,
     form: FormData,
 ) -> PageResult {
     let email = form.get("email").trim().to_owned();
     let next = form.get("next");
     let credentials = Credentials { email: email.clone(), password: form.get("password").to_owned() };
-    match auth::login(state.control(), credentials, client).await {
+    match auth::login(state.control(), credentials, origin).await {
         Ok(signed_in) => {
             Ok(signed_in_response(&state, &visitor, &signed_in.session, landing(next), "You are logged in."))
         }

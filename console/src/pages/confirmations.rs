@@ -1,16 +1,18 @@
-//! The confirmation pages of the destructive actions outside a queue: removing a custom host or a
-//! root domain, and logging out everywhere. Each is a GET page naming what goes, whose form POSTs
-//! to the action's own route, like every other destructive action of the console (no JavaScript).
+//! The confirmation pages of destructive actions: removing a custom host or a root domain, logging
+//! out everywhere, and deleting one message from its detail page. Each is a GET page naming what
+//! goes, whose form POSTs to the action's own route, like every other destructive action of the
+//! console (no JavaScript).
 
 use crate::error::PageResult;
 use crate::extract::CurrentMember;
 use crate::layout::Chrome;
 use crate::once;
 use crate::state::ConsoleState;
+use aqs_control_plane::slug::Slug;
 use aqs_control_plane::{domains, hosts};
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use uuid::Uuid;
 
 #[derive(Template, WebTemplate)]
@@ -22,7 +24,7 @@ pub(crate) struct ConfirmPage {
     /// Where the form POSTs.
     action: String,
     button: &'static str,
-    cancel: &'static str,
+    cancel: String,
     form_id: String,
 }
 
@@ -42,7 +44,7 @@ pub(crate) async fn remove_host(
         ),
         action: format!("/hosts/{id}/remove"),
         button: "Remove host",
-        cancel: "/hosts",
+        cancel: "/hosts".to_owned(),
         form_id: once::new_id(),
     })
 }
@@ -61,7 +63,7 @@ pub(crate) async fn remove_domain(
             .to_owned(),
         action: format!("/hosts/domains/{id}/remove"),
         button: "Remove domain",
-        cancel: "/hosts",
+        cancel: "/hosts".to_owned(),
         form_id: once::new_id(),
     })
 }
@@ -75,7 +77,38 @@ pub(crate) async fn logout_all(member: CurrentMember) -> ConfirmPage {
             .to_owned(),
         action: "/logout-all".to_owned(),
         button: "Log out everywhere",
-        cancel: "/account",
+        cancel: "/account".to_owned(),
         form_id: once::new_id(),
     }
+}
+
+/// Deleting one message (`?entry=<stream id>` or `?delayed=<message id>`, as its detail page links
+/// it). The page names the message and its state; a leased one is refused when posted
+/// (`message_delete`), since its state may change before then.
+pub(crate) async fn delete_message(
+    State(state): State<ConsoleState>,
+    member: CurrentMember,
+    crate::extract::PagePath(slug): crate::extract::PagePath<Slug>,
+    Query(query): Query<super::message_delete::DeleteQuery>,
+) -> PageResult<ConfirmPage> {
+    let queue = super::load_queue(&state, &member, &slug).await?;
+    let reference = query.reference()?;
+    let found = state.engine().message(queue.id, &reference, aqs_core::time::now_ms()).await?;
+    let message = found.ok_or(crate::error::ConsoleError::NotFound)?;
+    let (state_text, _, _) = super::messages::state_words(message.state);
+    let detail = super::messages::detail_href(&slug.to_string(), &reference);
+    Ok(ConfirmPage {
+        chrome: member.chrome(format!("Delete message · {}", queue.name)),
+        heading: format!("Delete message {}?", message.id),
+        text: format!(
+            "It is {} and is deleted for good, with its body and attributes, from the queue {}; no consumer will \
+             receive it. A message a consumer holds under a lease is not deleted. This cannot be undone.",
+            state_text.to_lowercase(),
+            queue.name
+        ),
+        action: super::message_delete::action_href(&slug.to_string(), &reference),
+        button: "Delete message",
+        cancel: detail,
+        form_id: once::new_id(),
+    })
 }

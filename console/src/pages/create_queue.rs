@@ -1,9 +1,10 @@
 //! Create queue: a name (with the address it will get shown before creating: a "Preview address"
-//! button without JavaScript, live as you type with it), the visibility timeout, the maximum
-//! attempts and the payload size, or the defaults. On success the form redirects to the "created"
-//! page, which shows the first token once (a reload shows it no more; a resubmission creates
-//! nothing: see `once`). At the per-member queue limit the form is shown disabled with the reason,
-//! before anything is typed.
+//! button without JavaScript, live as you type with it; a taken address is said, with the suffix
+//! it gets instead, and a name the member already uses is warned about here and on the "created"
+//! page, never refused), the visibility timeout, the maximum attempts and the payload size, or the
+//! defaults. On success the form redirects to the "created" page, which shows the first token once
+//! (a reload shows it no more; a resubmission creates nothing: see `once`). At the per-member queue
+//! limit the form is shown disabled with the reason, before anything is typed.
 
 use super::INVALID;
 use super::load_queue;
@@ -24,7 +25,7 @@ use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::{Query, State};
 use axum::http::header::CONTENT_TYPE;
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use serde::Deserialize;
 
 const FIELDS: [&str; 4] = ["name", "visibility_timeout_seconds", "max_attempts", "payload_size"];
@@ -79,6 +80,8 @@ struct CreatedPage {
     address: String,
     /// The first token's secret, on the first view only.
     secret: Option<String>,
+    /// The member's other queues with the same name: (name, address).
+    same_name: Vec<(String, String)>,
 }
 
 /// True when the member may create no more queues.
@@ -105,12 +108,50 @@ pub(crate) async fn form(State(state): State<ConsoleState>, member: CurrentMembe
     .into_response())
 }
 
-/// The address a queue of this name gets, or why it cannot have one.
-fn address_preview(state: &ConsoleState, name: &str) -> Result<String, &'static str> {
-    match slug::derive(name) {
-        Some(slug) => Ok(format!("{}/queue/v1/{slug}", state.control().public_url())),
-        None => Err("include at least one letter a-z or digit; the address is made from them"),
+/// The address a queue of this name gets, or why it cannot have one. A slug another queue holds
+/// gets a random suffix at create, so the preview says so rather than show an address the queue
+/// will not have; a name the member already gave a queue is allowed (names are labels, slugs are
+/// unique) and the preview warns about it.
+async fn address_preview(
+    state: &ConsoleState,
+    member: &CurrentMember,
+    name: &str,
+) -> PageResult<Result<String, &'static str>> {
+    let Some(base) = slug::derive(name) else {
+        return Ok(Err("include at least one letter a-z or digit; the address is made from them"));
+    };
+    let root = format!("{}/queue/v1/", state.control().public_url());
+    let mut text = if queues::slug_taken(state.control(), &base).await? {
+        let sample = slug::with_random_suffix(&base);
+        let kept = sample.rsplit_once('-').map_or(sample.as_str(), |(kept, _)| kept);
+        format!(
+            "{root}{kept}-???? (the address {root}{base} is taken, so four random letters or digits are added, \
+             such as {sample})"
+        )
+    } else {
+        format!("{root}{base}")
+    };
+    if let Some(same) = same_name(state, member, name, None).await?.first() {
+        text.push_str(&format!(
+            ". You already have a queue named “{}” (at {root}{}): the new one is a separate queue with its own \
+             address",
+            same.name, same.slug
+        ));
     }
+    Ok(Ok(text))
+}
+
+/// The member's queues named `name` (ignoring case and outer spaces), but `except`.
+async fn same_name(
+    state: &ConsoleState,
+    member: &CurrentMember,
+    name: &str,
+    except: Option<&Slug>,
+) -> PageResult<Vec<aqs_control_plane::Queue>> {
+    let wanted = name.trim().to_lowercase();
+    let mut queues = queues::list(state.control(), member.id).await?;
+    queues.retain(|q| q.name.trim().to_lowercase() == wanted && Some(&q.slug) != except);
+    Ok(queues)
 }
 
 pub(crate) async fn submit(State(state): State<ConsoleState>, member: CurrentMember, form: FormData) -> PageResult {
@@ -124,7 +165,7 @@ pub(crate) async fn submit(State(state): State<ConsoleState>, member: CurrentMem
     );
     let attempts = fields::number(&mut errors, "max_attempts", form.get("max_attempts"), Some(MAX_ATTEMPTS_DEFAULT));
     let payload = fields::number(&mut errors, "payload_size", form.get("payload_size"), Some(PAYLOAD_SIZE_DEFAULT));
-    let preview = match address_preview(&state, &name) {
+    let preview = match address_preview(&state, &member, &name).await? {
         Ok(address) => Some(address),
         Err(_) if name.is_empty() => {
             errors.add("name", "give the queue a name");
@@ -222,7 +263,13 @@ pub(crate) async fn created(
 ) -> PageResult {
     let queue = load_queue(&state, &member, &slug).await?;
     let secret = once::take_secret(&state, &member, &query.shown).await?;
+    let same_name = same_name(&state, &member, &queue.name, Some(&queue.slug))
+        .await?
+        .into_iter()
+        .map(|q| (q.name, q.address))
+        .collect();
     let page = CreatedPage {
+        same_name,
         chrome: member.chrome(format!("Created {}", queue.name)),
         name: queue.name,
         slug: queue.slug.to_string(),
@@ -241,13 +288,13 @@ pub(crate) struct SlugQuery {
 /// The live preview behind the name field: the address as plain text (empty for an empty name).
 pub(crate) async fn slug_preview(
     State(state): State<ConsoleState>,
-    _member: CurrentMember,
+    member: CurrentMember,
     Query(query): Query<SlugQuery>,
-) -> Response {
-    let text = match address_preview(&state, query.name.trim()) {
+) -> PageResult {
+    let text = match address_preview(&state, &member, query.name.trim()).await? {
         Ok(address) => address,
         Err(_) if query.name.trim().is_empty() => String::new(),
         Err(why) => format!("No address yet: {why}."),
     };
-    ([(CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
+    Ok(([(CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
 }

@@ -39,7 +39,10 @@ pub(crate) struct Detail {
     /// Name and value of each attribute, by name.
     pub attributes: Vec<(String, String)>,
     pub reason: Option<String>,
-    pub body: String,
+    /// The body as shown: runs of text and control-character markers (`body::marked`).
+    pub body_parts: Vec<body::BodyPart>,
+    /// How many control characters `body_parts` marks.
+    pub controls: usize,
     /// "text", "base64" or "pretty".
     pub body_shown_as: &'static str,
     pub json: bool,
@@ -58,6 +61,8 @@ struct DetailPage {
     href: String,
     pretty: bool,
     back: String,
+    /// The confirmation page of deleting it (a ready, retrying or delayed message), if it may be.
+    delete_href: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -120,6 +125,7 @@ async fn find(
         href: String::new(),
         pretty: false,
         back: format!("/queues/{slug}/messages"),
+        delete_href: None,
     };
     Ok((StatusCode::NOT_FOUND, page).into_response())
 }
@@ -147,7 +153,9 @@ async fn render(
     let queue = load_queue(state, member, slug).await?;
     let pretty = query.pretty.as_deref() == Some("1");
     let found = state.engine().message(queue.id, &reference, now_ms()).await?;
+    let deletable = found.as_ref().is_some_and(|m| m.state != MessageState::Dead);
     let message = found.map(|m| detail(m, pretty));
+    let delete_href = deletable.then(|| super::message_delete::action_href(&slug.to_string(), &reference));
     let href = super::messages::detail_href(&slug.to_string(), &reference);
     let back = match tab {
         Tab::DeadLetters => format!("/queues/{slug}/dead-letters"),
@@ -163,6 +171,7 @@ async fn render(
         href,
         pretty,
         back,
+        delete_href,
     };
     Ok((status, page).into_response())
 }
@@ -175,7 +184,11 @@ pub(crate) fn detail(m: BrowsedMessage, pretty: bool) -> Detail {
         (true, _) => (body::pretty_json(&exact.text), "pretty"),
         (false, encoding) => (exact.text, encoding),
     };
+    let body_parts = body::marked(&body);
+    let controls = body_parts.iter().filter(|p| p.control.is_some()).count();
     Detail {
+        body_parts,
+        controls,
         state: state_text,
         state_class,
         at_label,
@@ -188,7 +201,6 @@ pub(crate) fn detail(m: BrowsedMessage, pretty: bool) -> Detail {
         idempotency_key: m.idempotency_key,
         attributes: attributes(&m.attributes),
         reason: (m.state == MessageState::Dead).then_some(m.reason),
-        body,
         body_shown_as,
         json: exact.json,
         content_type: m.content_type,

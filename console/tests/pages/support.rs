@@ -20,6 +20,9 @@ pub struct TestConsole {
     pub base: String,
     pub cp: ControlPlane,
     pub engine: Engine,
+    /// The data plane over the same engine, its queue API served at `api` (`/queue/v1`).
+    pub data: DataPlane,
+    pub api: String,
 }
 
 pub async fn spawn_console(db: PgPool) -> TestConsole {
@@ -62,7 +65,8 @@ async fn spawn_adjusted(db: PgPool, background: bool, adjust: impl FnOnce(&mut C
     }
     let app = aqs_console::router(&config, cp.clone(), engine.clone());
     let base = aqs_testkit::serve(app, tokio_util::sync::CancellationToken::new()).await;
-    TestConsole { base, cp, engine }
+    let api = aqs_testkit::serve(aqs_data_plane::router(dp.clone()), tokio_util::sync::CancellationToken::new()).await;
+    TestConsole { base, cp, engine, data: dp, api }
 }
 
 /// A response, with the body read.
@@ -103,9 +107,9 @@ impl Page {
 
     /// The token secret shown once after creating a queue or a token.
     pub fn secret(&self) -> Option<String> {
-        let marker = "id=\"token-secret\" type=\"text\" readonly value=\"";
-        let start = self.body.find(marker)? + marker.len();
-        let end = self.body[start..].find('"')?;
+        let at = self.body.find("id=\"token-secret\"")?;
+        let start = at + self.body[at..].find('>')? + 1;
+        let end = self.body[start..].find("</textarea>")?;
         Some(self.body[start..start + end].to_owned())
     }
 

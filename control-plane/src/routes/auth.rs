@@ -3,9 +3,8 @@
 
 use super::path::ApiPath;
 use crate::auth::{self, AuthMember, Credentials, PasswordChange, SignedIn};
-use crate::client_addr::ClientAddr;
 use crate::members::Member;
-use crate::sessions::Session;
+use crate::sessions::{Origin, Session};
 use crate::state::ControlPlane;
 use aqs_core::{ApiJson, ApiResult};
 use axum::extract::State;
@@ -26,19 +25,20 @@ aqs_core::errors!(EndSessionErrors: "unauthorized", "not_found", "service_unavai
     responses((status = 201, body = SignedIn, description = "The new member and a 12 h session."), SignupErrors))]
 pub(super) async fn signup(
     State(cp): State<ControlPlane>,
+    origin: Origin,
     ApiJson(credentials): ApiJson<Credentials>,
 ) -> ApiResult<(StatusCode, ApiJson<SignedIn>)> {
-    Ok((StatusCode::CREATED, ApiJson(auth::signup(&cp, credentials).await?)))
+    Ok((StatusCode::CREATED, ApiJson(auth::signup_from(&cp, credentials, origin).await?)))
 }
 
 #[utoipa::path(post, path = "/api/v1/auth/login", operation_id = "auth_login", tag = "auth", request_body = Credentials,
     responses((status = 200, body = SignedIn, description = "The member and a 12 h session."), LoginErrors))]
 pub(super) async fn login(
     State(cp): State<ControlPlane>,
-    client: ClientAddr,
+    origin: Origin,
     ApiJson(credentials): ApiJson<Credentials>,
 ) -> ApiResult<ApiJson<SignedIn>> {
-    Ok(ApiJson(auth::login(&cp, credentials, client).await?))
+    Ok(ApiJson(auth::login(&cp, credentials, origin).await?))
 }
 
 #[derive(serde::Serialize, utoipa::ToSchema)]
@@ -84,9 +84,10 @@ pub(super) async fn logout_all(
 pub(super) async fn change_password(
     State(cp): State<ControlPlane>,
     member: AuthMember,
+    origin: Origin,
     ApiJson(change): ApiJson<PasswordChange>,
 ) -> ApiResult<ApiJson<SignedIn>> {
-    Ok(ApiJson(auth::change_password(&cp, member.id(), change).await?))
+    Ok(ApiJson(auth::change_password(&cp, member.id(), change, origin).await?))
 }
 
 #[derive(serde::Serialize, utoipa::ToSchema)]

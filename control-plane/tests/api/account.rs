@@ -67,7 +67,26 @@ async fn a_member_lists_their_live_sessions_and_ends_one(db: PgPool) {
         let created = session["created_at"].as_str().unwrap();
         let expires = session["expires_at"].as_str().unwrap();
         assert!(created.ends_with('Z') && expires > created, "{session}");
+        // Where it logged in from: the client address; this client sends no user agent.
+        assert_eq!((&session["address"], &session["user_agent"]), (&json!("127.0.0.1"), &Value::Null), "{session}");
     }
+    // A log-in that names its user agent keeps it.
+    let named: Value = app
+        .client
+        .post(format!("{}/api/v1/auth/login", app.base))
+        .header("user-agent", "deploy-script/3")
+        .json(&json!({"email": "ada@example.com", "password": PASSWORD}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let third = session_of(&named);
+    let listed_now = app.get(&third, "/api/v1/auth/sessions").await.expect(200);
+    let mine = listed_now["sessions"].as_array().unwrap().iter().find(|s| s["current"] == true).unwrap().clone();
+    assert_eq!(mine["user_agent"], "deploy-script/3", "{mine}");
+    app.post(&third, "/api/v1/auth/logout", json!({})).await.expect(204);
     let other_id = sessions.iter().find(|s| s["current"] == false).unwrap()["id"].as_str().unwrap().to_owned();
 
     // Another member cannot end it; a bad id names nothing.

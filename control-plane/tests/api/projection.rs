@@ -270,8 +270,8 @@ async fn keys_of(app: &TestApp, queue: QueueId) -> Vec<String> {
 }
 
 /// Through the engine, as the data plane does: ready, delayed, leased, dead-lettered and acknowledged
-/// messages, idempotency records (live and released), the storage lease, a token's last use and a
-/// push log entry.
+/// messages, idempotency records (live and released), the storage lease, a token's last use, the
+/// consumers' tallies and a push log entry.
 async fn store_everything(app: &TestApp, queue: QueueId) {
     let engine = app.cp.engine();
     let now = aqs_core::time::now_ms();
@@ -303,6 +303,15 @@ async fn store_everything(app: &TestApp, queue: QueueId) {
     engine.bury(queue, &receipts[1..], "handler refused", now).await.unwrap();
     engine.flush_ledger(false).await.unwrap();
     engine.record_token_use(queue, uuid::Uuid::new_v4(), now).await.unwrap();
+    // A data-plane process's consumer tallies (`data-plane/src/consumers.rs` writes them so).
+    let tally = aqs_engine::ConsumerTally {
+        token_id: uuid::Uuid::new_v4(),
+        address: "203.0.113.9".into(),
+        user_agent: "worker/1".into(),
+        last_seen_ms: now,
+        minutes: vec![aqs_engine::MinuteTally { minute: now / 60_000, requests: 1, messages: 1, acked: 0 }],
+    };
+    engine.write_consumer_tallies(queue, &[("c".into(), tally)], &[]).await.unwrap();
     // The push dispatcher's log entry, as `push::log` writes it.
     let _: () = app.redis.clone().lpush(app.keys.queue(queue).push_log(), "{}").await.unwrap();
 }

@@ -5,8 +5,10 @@ use super::receipts::{Decoded, ReceiptFailure};
 use super::views::{QueuePath, attributes, base64};
 use crate::QueueContext;
 use crate::body;
+use crate::consumers::Traffic;
 use crate::longpoll;
 use crate::state::DataPlane;
+use aqs_core::client_addr::ClientAddr;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::errors;
 use aqs_core::limits;
@@ -77,6 +79,7 @@ errors!(ConsumeErrors: "invalid_request", "unauthorized", "forbidden", "not_foun
 pub async fn consume(
     State(state): State<DataPlane>,
     ctx: QueueContext,
+    client: ClientAddr,
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Json<ConsumeAnswer>> {
@@ -88,6 +91,7 @@ pub async fn consume(
         ));
     }
     let request: ConsumeRequest = body::parse(&body::read(&headers, raw, SMALL_BODY_LIMIT, true).await?)?;
+    let agent = user_agent(&headers);
     // Not kept for the (possibly long) wait.
     drop(headers);
     let max = request.max_messages.unwrap_or(MAX_MESSAGES_DEFAULT);
@@ -113,7 +117,10 @@ pub async fn consume(
     };
     let consumed =
         longpoll::consume(&state, ctx.charge, ctx.queue, max, lease_ms, Duration::from_secs(u64::from(wait))).await?;
-    let expires_at_ms = expiry_ms(now_ms(), consumed.lease_ms);
+    let now = now_ms();
+    let traffic = Traffic { requests: 1, messages: consumed.deliveries.len() as u64, acked: 0 };
+    tally(&state, &ctx, &client, &agent, traffic, now);
+    let expires_at_ms = expiry_ms(now, consumed.lease_ms);
     let messages = consumed
         .deliveries
         .into_iter()
@@ -185,6 +192,7 @@ errors!(ReceiptErrors: "invalid_request", "unauthorized", "forbidden", "not_foun
 pub async fn ack(
     State(state): State<DataPlane>,
     ctx: QueueContext,
+    client: ClientAddr,
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Json<AckAnswer>> {
@@ -201,7 +209,20 @@ pub async fn ack(
             failed.push(ReceiptFailure::lease_lost(text));
         }
     }
+    let traffic = Traffic { acked: u64::from(acked), ..Traffic::default() };
+    tally(&state, &ctx, &client, &user_agent(&headers), traffic, now_ms());
     Ok(Json(AckAnswer { acked, failed }))
+}
+
+/// The request's `User-Agent`, or "" (a consumer tally's part).
+fn user_agent(headers: &HeaderMap) -> String {
+    headers.get(axum::http::header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned()
+}
+
+/// Adds the request to its consumer's tally (`consumers.rs`): in memory, off Redis.
+fn tally(state: &DataPlane, ctx: &QueueContext, client: &ClientAddr, agent: &str, traffic: Traffic, now: u64) {
+    let address = client.shown().unwrap_or_default();
+    state.consumers.record(ctx.queue, ctx.token.token_id, &address, agent, traffic, now);
 }
 
 /// Return messages for another attempt, at once or after a delay (consume scope).

@@ -1,4 +1,6 @@
-//! `ClientAddr`: the address a request came from, as far as log-in throttling can know it.
+//! `ClientAddr`: the address a request came from, as far as we can know it: what log-in throttling
+//! counts, what a session and a consumer are shown with. Shared by the control plane and the data
+//! plane.
 //!
 //! The HTTP servers put the TCP peer in the request (`ConnectInfo<SocketAddr>`). A peer on a
 //! loopback or private address is taken to be a proxy or load balancer in front of us: its
@@ -31,6 +33,12 @@ impl ClientAddr {
                 }
             },
         }
+    }
+
+    /// The address for people to read (the whole IPv6 address, an IPv4-mapped one as IPv4), or
+    /// `None` when unknown.
+    pub fn shown(&self) -> Option<String> {
+        self.0.map(|ip| ip.to_canonical().to_string())
     }
 
     fn of(peer: Option<SocketAddr>, forwarded_for: Option<&str>) -> Self {
