@@ -2,8 +2,10 @@
 //! stores are, a fresh Redis namespace per test, serving a router with the production HTTP server
 //! (`aqs_http::serve_http`, so tests exercise what runs in production), and waiting on a
 //! condition instead of sleeping for a fixed time; holding an OpenAPI document against the routes
-//! a router serves ([`openapi`]).
+//! a router serves ([`openapi`]); with the `browser` feature, headless Chromium ([`browser`]).
 
+#[cfg(feature = "browser")]
+pub mod browser;
 pub mod openapi;
 
 use axum::Router;

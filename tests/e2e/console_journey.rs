@@ -6,21 +6,22 @@
 //! (a handler on loopback) and watches its deliveries, and logs out and in again. Every page is
 //! saved as a screenshot under `$AQS_TEST_OUTPUT/screenshots/` for review.
 
-use crate::harness::{Redis, Server, free_port, fresh_database};
+use crate::harness::{Redis, Server, fresh_database};
 use aqs_testkit::PASSWORD;
-use fantoccini::{Client, ClientBuilder, Locator};
+use aqs_testkit::browser::Chromium;
+use fantoccini::{Client, Locator};
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const OPERATOR: &str = "console-operator@example.com";
 
-/// chromedriver on a free port, with Chromium in a fresh profile; both end with the test.
+/// Chromium over chromedriver (`aqs_testkit::browser`), saving screenshots for review.
 pub(crate) struct Browser {
     pub(crate) client: Client,
-    driver: Child,
-    profile: PathBuf,
+    /// Holds chromedriver and the browser open; both end when it drops.
+    _chromium: Chromium,
     screenshots: PathBuf,
 }
 
@@ -35,58 +36,8 @@ impl Browser {
     }
 
     async fn launch(javascript: bool) -> Self {
-        let chromium = std::env::var("AQS_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-        let chromedriver = std::env::var("AQS_CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
-        assert!(
-            std::path::Path::new(&chromium).exists() && std::path::Path::new(&chromedriver).exists(),
-            "{chromium} and {chromedriver} are needed (infra/test installs chromium and chromium-driver)"
-        );
-        let port = free_port();
-        let driver = Command::new(&chromedriver)
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start chromedriver");
-        let profile = std::env::temp_dir().join(format!("aqs-e2e-chromium-{}", uuid::Uuid::new_v4().simple()));
-        std::fs::create_dir_all(&profile).unwrap();
-        let profile_arg = format!("--user-data-dir={}", profile.display());
-        let mut args = vec![
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--window-size=1280,1100",
-            &profile_arg,
-        ];
-        if !javascript {
-            args.push("--blink-settings=scriptEnabled=false");
-        }
-        let mut capabilities = serde_json::Map::new();
-        capabilities.insert("goog:chromeOptions".into(), json!({ "binary": chromium, "args": args }));
-        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let client = loop {
-            match ClientBuilder::new(connector.clone())
-                .capabilities(capabilities.clone())
-                .connect(&format!("http://127.0.0.1:{port}"))
-                .await
-            {
-                Ok(client) => break client,
-                Err(_) if Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-                Err(err) => panic!("cannot start a Chromium session through chromedriver: {err}"),
-            }
-        };
-        let output = std::env::var("AQS_TEST_OUTPUT").unwrap_or_else(|_| "test-output".into());
-        let screenshots = PathBuf::from(output).join("screenshots");
-        std::fs::create_dir_all(&screenshots).unwrap();
-        Self { client, driver, profile, screenshots }
+        let chromium = Chromium::launch(javascript, 1280, 1100).await;
+        Self { client: chromium.client.clone(), _chromium: chromium, screenshots: Chromium::screenshots() }
     }
 
     pub(crate) async fn screenshot(&self, page: &str) {
@@ -159,40 +110,6 @@ impl Browser {
             }
             assert!(Instant::now() < deadline, "{selector} still reads {text:?}");
             tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-    }
-}
-
-/// Ends the Chromium processes that use `profile`, found by their command line. A test that panics
-/// never closes its session, and killing chromedriver leaves its browser running.
-fn end_browser(profile: &std::path::Path) {
-    let marker = format!("--user-data-dir={}", profile.display());
-    let Ok(entries) = std::fs::read_dir("/proc") else { return };
-    for entry in entries.flatten() {
-        let pid = entry.file_name().to_string_lossy().into_owned();
-        if !pid.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
-        if String::from_utf8_lossy(&cmdline).split('\0').any(|arg| arg == marker)
-            && let Err(err) = Command::new("kill").args(["-9", &pid]).status()
-        {
-            eprintln!("cannot end browser process {pid}: {err}");
-        }
-    }
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        end_browser(&self.profile);
-        if let Err(err) = self.driver.kill() {
-            eprintln!("chromedriver already gone: {err}");
-        }
-        if let Err(err) = self.driver.wait() {
-            eprintln!("cannot reap chromedriver: {err}");
-        }
-        if let Err(err) = std::fs::remove_dir_all(&self.profile) {
-            eprintln!("cannot remove the browser profile: {err}");
         }
     }
 }

@@ -2,22 +2,20 @@
 //! browser shows: computed colours and contrast (light and dark, through Chromium's emulated
 //! `prefers-color-scheme`), layout at phone width, and the script's behaviour under a real pointer.
 //! It logs in as a `Visitor` that signed up, so a test sets up its data the quick way and looks at
-//! it in the browser. `AQS_CHROMIUM` and `AQS_CHROMEDRIVER` name the binaries
-//! (default: Debian's `chromium` and `chromium-driver`).
+//! it in the browser (the browser itself: `aqs_testkit::browser`).
 
 use super::support::{TestConsole, Visitor};
+use aqs_testkit::browser::Chromium;
 use axum::http::Method;
+use fantoccini::Client;
 use fantoccini::wd::WebDriverCompatibleCommand;
-use fantoccini::{Client, ClientBuilder};
 use serde_json::{Value, json};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub struct Browser {
     pub client: Client,
-    driver: Child,
-    profile: PathBuf,
+    /// Holds chromedriver and the browser open; both end when it drops.
+    _chromium: Chromium,
 }
 
 /// A Chrome DevTools command through chromedriver's `goog/cdp/execute`.
@@ -34,59 +32,11 @@ impl WebDriverCompatibleCommand for Cdp {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 impl Browser {
     /// A browser logged in as `visitor` (whose password is `PASSWORD`), on `app`, `javascript` on or off, at `width` × 900.
     pub async fn open(app: &TestConsole, visitor: &Visitor, javascript: bool, width: u32) -> Self {
-        let chromium = std::env::var("AQS_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-        let chromedriver = std::env::var("AQS_CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
-        assert!(
-            std::path::Path::new(&chromium).exists() && std::path::Path::new(&chromedriver).exists(),
-            "{chromium} and {chromedriver} are needed (apt-get install chromium chromium-driver)"
-        );
-        let port = free_port();
-        let driver = Command::new(&chromedriver)
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start chromedriver");
-        let profile = std::env::temp_dir().join(format!("aqs-console-chromium-{}", uuid::Uuid::new_v4().simple()));
-        std::fs::create_dir_all(&profile).unwrap();
-        let mut args = vec![
-            "--headless=new".to_owned(),
-            "--no-sandbox".into(),
-            "--disable-gpu".into(),
-            "--disable-dev-shm-usage".into(),
-            "--disable-background-networking".into(),
-            "--disable-component-update".into(),
-            "--disable-sync".into(),
-            "--no-first-run".into(),
-            format!("--window-size={width},900"),
-            format!("--user-data-dir={}", profile.display()),
-        ];
-        if !javascript {
-            args.push("--blink-settings=scriptEnabled=false".into());
-        }
-        let mut capabilities = serde_json::Map::new();
-        capabilities.insert("goog:chromeOptions".into(), json!({ "binary": chromium, "args": args }));
-        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let client = loop {
-            match ClientBuilder::new(connector.clone())
-                .capabilities(capabilities.clone())
-                .connect(&format!("http://127.0.0.1:{port}"))
-                .await
-            {
-                Ok(client) => break client,
-                Err(_) if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(200)).await,
-                Err(err) => panic!("cannot start a Chromium session through chromedriver: {err}"),
-            }
-        };
-        let browser = Self { client, driver, profile };
+        let chromium = Chromium::launch(javascript, width, 900).await;
+        let browser = Self { client: chromium.client.clone(), _chromium: chromium };
         // The visitor's account, logged in through the form as a member would.
         browser.client.goto(&format!("{}/login", app.base)).await.expect("goto");
         let email = visitor.email.clone().expect("the visitor signed up");
@@ -112,9 +62,7 @@ impl Browser {
 
     /// Saves the page as `$AQS_TEST_OUTPUT/screenshots/console-{name}.png`, for review.
     pub async fn screenshot(&self, name: &str) {
-        let output = std::env::var("AQS_TEST_OUTPUT").unwrap_or_else(|_| "test-output".into());
-        let folder = PathBuf::from(output).join("screenshots");
-        std::fs::create_dir_all(&folder).unwrap();
+        let folder = Chromium::screenshots();
         // The whole page: the window as tall as the page for the shot.
         let (width, height) = self.client.get_window_size().await.expect("window size");
         let page = self.run("return document.documentElement.scrollHeight;").await.as_u64().unwrap_or(900);
@@ -176,40 +124,6 @@ impl Browser {
         use fantoccini::actions::{InputSource, MouseActions, PointerAction};
         let actions = MouseActions::new("mouse".into()).then(PointerAction::MoveTo { duration: None, x: 1.0, y: 1.0 });
         self.client.perform_actions(actions).await.expect("move the pointer");
-    }
-}
-
-/// Ends the Chromium processes that use `profile`, found by their command line: a test that panics
-/// never closes its session, and killing chromedriver leaves its browser running.
-fn end_browser(profile: &std::path::Path) {
-    let marker = format!("--user-data-dir={}", profile.display());
-    let Ok(entries) = std::fs::read_dir("/proc") else { return };
-    for entry in entries.flatten() {
-        let pid = entry.file_name().to_string_lossy().into_owned();
-        if !pid.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
-        if String::from_utf8_lossy(&cmdline).split('\0').any(|arg| arg == marker)
-            && let Err(err) = Command::new("kill").args(["-9", &pid]).status()
-        {
-            eprintln!("cannot end browser process {pid}: {err}");
-        }
-    }
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        end_browser(&self.profile);
-        if let Err(err) = self.driver.kill() {
-            eprintln!("chromedriver already gone: {err}");
-        }
-        if let Err(err) = self.driver.wait() {
-            eprintln!("cannot reap chromedriver: {err}");
-        }
-        if let Err(err) = std::fs::remove_dir_all(&self.profile) {
-            eprintln!("cannot remove the browser profile: {err}");
-        }
     }
 }
 
