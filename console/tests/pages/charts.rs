@@ -6,9 +6,8 @@
 
 use super::browser::Browser;
 use super::support::{TestConsole, Visitor, queue_of, spawn_console};
-use aqs_core::receipt::Receipt;
 use aqs_core::time::now_ms;
-use aqs_engine::{ConsumeOutcome, NewMessage};
+use aqs_engine::NewMessage;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
@@ -41,20 +40,7 @@ async fn busy_queue(app: &TestConsole, ada: &mut Visitor) -> String {
     let now = now_ms();
     let batch: Vec<NewMessage> = (0..6).map(|i| message(&format!("job {i}"), 0)).collect();
     engine.publish(queue.id, &batch, now).await.unwrap();
-    let ConsumeOutcome::Delivered { deliveries, .. } = engine.consume(queue.id, 10, 30_000, now, 0).await.unwrap()
-    else {
-        panic!("nothing delivered");
-    };
-    let receipts: Vec<Receipt> = deliveries
-        .iter()
-        .map(|d| Receipt {
-            queue: queue.id,
-            stream_id: d.stream_id,
-            message: d.message,
-            delivery: d.attempts,
-            expires_at_ms: now + 3_600_000,
-        })
-        .collect();
+    let receipts = super::support::lease(app, &queue, 10, now).await;
     assert_eq!(engine.ack(queue.id, &receipts[..4], now + 2_000).await.unwrap(), vec![true; 4]);
     engine.nack(queue.id, &receipts[4..], 0, "no", now).await.unwrap();
     engine.publish(queue.id, &[message("old", 1)], now - 600_000).await.unwrap();

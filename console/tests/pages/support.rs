@@ -301,11 +301,17 @@ pub async fn publish(app: &TestConsole, queue: &Queue, body: &str, content_type:
 /// they all become dead letters with `reason`.
 pub async fn fail_all(app: &TestConsole, queue: &Queue, reason: &str) {
     let now = now_ms();
-    let ConsumeOutcome::Delivered { deliveries, .. } = app.engine.consume(queue.id, 100, 30_000, now, 0).await.unwrap()
+    let receipts = lease(app, queue, 100, now).await;
+    app.engine.nack(queue.id, &receipts, 0, reason, now).await.expect("nack");
+}
+
+/// Leases up to `max` ready messages at `now` through the engine, answering their receipts.
+pub async fn lease(app: &TestConsole, queue: &Queue, max: u32, now: u64) -> Vec<Receipt> {
+    let ConsumeOutcome::Delivered { deliveries, .. } = app.engine.consume(queue.id, max, 30_000, now, 0).await.unwrap()
     else {
         panic!("consume did not deliver");
     };
-    let receipts: Vec<Receipt> = deliveries
+    deliveries
         .iter()
         .map(|d| Receipt {
             queue: queue.id,
@@ -314,6 +320,5 @@ pub async fn fail_all(app: &TestConsole, queue: &Queue, reason: &str) {
             delivery: d.attempts,
             expires_at_ms: now + 3_600_000,
         })
-        .collect();
-    app.engine.nack(queue.id, &receipts, 0, reason, now).await.expect("nack");
+        .collect()
 }
