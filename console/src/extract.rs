@@ -5,7 +5,8 @@
 //!   a redirect to the log-in page;
 //! - [`CurrentOperator`]: a logged-in operator, or the 404 page for everyone else (logged out
 //!   included), so that operator pages do not reveal that they exist;
-//! - [`FormData`]: the posted fields, by name (the CSRF guard has already checked the token);
+//! - [`FormData`]: the posted fields, by name, and files (the CSRF guard has already read the body
+//!   and checked the token, `posted.rs`);
 //! - [`PagePath`]: the path's parameters, a queue's `Slug` parsed here once: a segment that is no
 //!   slug is the 404 page.
 
@@ -14,6 +15,7 @@ use crate::csrf;
 use crate::error::ConsoleError;
 use crate::flash;
 use crate::layout::Chrome;
+use crate::posted::{self, Upload};
 use crate::state::ConsoleState;
 use aqs_control_plane::{AuthOperator, MemberId, auth};
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -108,24 +110,39 @@ impl FromRequestParts<ConsoleState> for CurrentOperator {
     }
 }
 
-/// The fields of a posted `application/x-www-form-urlencoded` form. A missing field reads as
-/// empty, so every check is a field error on the page rather than an extractor rejection.
-pub(crate) struct FormData(Vec<(String, String)>);
+/// The fields of a posted form, urlencoded or multipart (`posted.rs`), and a multipart form's
+/// files. A missing field reads as empty, so every check is a field error on the page rather than
+/// an extractor rejection.
+#[derive(Clone)]
+pub(crate) struct FormData {
+    fields: Vec<(String, String)>,
+    files: Vec<Upload>,
+}
 
 impl FormData {
+    pub(crate) fn new(fields: Vec<(String, String)>, files: Vec<Upload>) -> Self {
+        Self { fields, files }
+    }
+
+    /// The file chosen in the file input `name`; `None` when none was (a browser sends an empty
+    /// part with no file name for an empty file input).
+    pub(crate) fn file(&self, name: &str) -> Option<&Upload> {
+        self.files.iter().find(|f| f.field == name && !f.file_name.is_empty())
+    }
+
     /// The first value of `name`, or "".
     pub(crate) fn get(&self, name: &str) -> &str {
-        self.0.iter().find(|(n, _)| n == name).map_or("", |(_, v)| v.as_str())
+        self.fields.iter().find(|(n, _)| n == name).map_or("", |(_, v)| v.as_str())
     }
 
     /// Whether the form sent `name` at all (even empty).
     pub(crate) fn has(&self, name: &str) -> bool {
-        self.0.iter().any(|(n, _)| n == name)
+        self.fields.iter().any(|(n, _)| n == name)
     }
 
     /// Every value of `name` (checkboxes sharing a name).
     pub(crate) fn all(&self, name: &str) -> Vec<&str> {
-        self.0.iter().filter(|(n, _)| n == name).map(|(_, v)| v.as_str()).collect()
+        self.fields.iter().filter(|(n, _)| n == name).map(|(_, v)| v.as_str()).collect()
     }
 }
 
@@ -133,11 +150,15 @@ impl FromRequest<ConsoleState> for FormData {
     type Rejection = ConsoleError;
 
     async fn from_request(request: Request, _state: &ConsoleState) -> Result<Self, Self::Rejection> {
-        let limit = csrf::body_limit(request.uri().path());
-        let bytes = axum::body::to_bytes(request.into_body(), limit)
+        let (mut parts, body) = request.into_parts();
+        // Parsed by the CSRF guard, which checked its token.
+        if let Some(form) = parts.extensions.remove::<FormData>() {
+            return Ok(form);
+        }
+        let bytes = axum::body::to_bytes(body, csrf::body_limit(parts.uri.path()))
             .await
             .map_err(|_| ConsoleError::BadRequest("The form is too large.".into()))?;
-        Ok(Self(form_urlencoded::parse(&bytes).into_owned().collect()))
+        posted::parse(&parts, bytes).await
     }
 }
 

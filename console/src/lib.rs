@@ -35,6 +35,7 @@ mod next;
 mod once;
 mod pages;
 mod palette;
+mod posted;
 mod signer;
 mod state;
 mod tabs;
@@ -44,6 +45,7 @@ use aqs_control_plane::ControlPlane;
 use aqs_core::config::Config;
 use aqs_engine::Engine;
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::routing::{get, post};
 
@@ -117,6 +119,9 @@ pub fn router(config: &Config, control: ControlPlane, engine: impl Into<Engine>)
         .route("/admin/billing", get(pages::billing_admin::show))
         .route("/static/{file}", get(assets::serve))
         .layer(middleware::from_fn_with_state(state.clone(), csrf::guard))
+        // The guard reads every body itself under the route's limit (`csrf::body_limit`); axum's
+        // default 2 MB cap would only cut a multipart upload the guard has already bounded.
+        .layer(DefaultBodyLimit::disable())
         // Outside the guard, so its refusals (an expired or oversized form) keep the menu too.
         .layer(middleware::from_fn_with_state(state.clone(), error::error_pages_with_menu))
         .layer(middleware::from_fn_with_state(state.clone(), error::require_database))

@@ -31,6 +31,7 @@ mod pages {
     mod queues;
     mod resubmit;
     mod send_size;
+    mod send_upload;
     mod session_devices;
     mod settings;
     mod support;

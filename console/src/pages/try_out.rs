@@ -30,6 +30,10 @@ use std::time::Duration;
 
 /// The longest nack error kept (the API keeps 1 KiB too).
 const ERROR_MAX_BYTES: usize = 1024;
+/// The send form's file input: a chosen file is the body, byte for byte.
+const BODY_FILE: &str = "body_file";
+/// A file's content type when its part has none.
+const OCTET_STREAM: &str = "application/octet-stream";
 
 #[derive(Template, WebTemplate)]
 #[template(path = "send_message.html")]
@@ -73,8 +77,12 @@ pub(crate) async fn send_form(
 /// Checks the form as the API checks a publish; every field's problem at once.
 fn new_message(form: &FormData, payload_limit: u64) -> Result<NewMessage, FieldErrors> {
     let mut errors = FieldErrors::default();
-    // A binary body is typed (or pasted) as base64, as the message page shows one.
-    let body = if form.get("body_encoding") == "base64" {
+    let file = form.file(BODY_FILE);
+    // A chosen file is the body byte for byte; else a binary body is typed (or pasted) as base64,
+    // as the message page shows one.
+    let body = if let Some(file) = file {
+        file.bytes.to_vec()
+    } else if form.get("body_encoding") == "base64" {
         let text: String = form.get("body").split_whitespace().collect();
         base64::engine::general_purpose::STANDARD.decode(text).unwrap_or_else(|_| {
             errors.add("body", "this is not base64; untick “The body is base64” to send the text as typed");
@@ -84,16 +92,22 @@ fn new_message(form: &FormData, payload_limit: u64) -> Result<NewMessage, FieldE
         form.get("body").as_bytes().to_vec()
     };
     if body.len() as u64 > payload_limit {
+        let (field, what) = if file.is_some() { (BODY_FILE, "file") } else { ("body", "body") };
         errors.add(
-            "body",
+            field,
             format!(
-                "the body is {}; this queue accepts up to {} (a larger payload size is in Settings)",
+                "the {what} is {}; this queue accepts up to {} (a larger payload size is in Settings)",
                 format::bytes(body.len() as u64),
                 format::bytes(payload_limit)
             ),
         );
     }
-    let content_type = form.get("content_type").trim().to_owned();
+    let mut content_type = form.get("content_type").trim().to_owned();
+    // A file left with an empty content type is sent as what the browser says it is.
+    if let Some(file) = file.filter(|_| content_type.is_empty()) {
+        content_type =
+            file.content_type.clone().filter(|t| !t.trim().is_empty()).unwrap_or_else(|| OCTET_STREAM.into());
+    }
     if content_type.is_empty() || content_type.len() > limits::CONTENT_TYPE_MAX_LEN {
         errors.add("content_type", format!("give a content type of 1 to {} bytes", limits::CONTENT_TYPE_MAX_LEN));
     }

@@ -141,6 +141,22 @@ impl Page {
     }
 }
 
+/// A part of a multipart form: a text field, or a file input (an empty `file_name` and no bytes
+/// is how a browser sends one left empty).
+#[derive(Clone, Copy)]
+pub enum Part<'a> {
+    Text(&'a str, &'a str),
+    File { name: &'a str, file_name: &'a str, content_type: Option<&'a str>, bytes: &'a [u8] },
+}
+
+impl Part<'_> {
+    fn name(&self) -> &str {
+        match self {
+            Part::Text(name, _) | Part::File { name, .. } => name,
+        }
+    }
+}
+
 /// One browser: its cookies and the CSRF token of the last page it saw.
 pub struct Visitor {
     base: String,
@@ -229,6 +245,53 @@ impl Visitor {
             .http
             .post(format!("{}{path}", self.base))
             .header("content-type", "application/x-www-form-urlencoded")
+            .body(body);
+        self.send(request).await
+    }
+
+    /// Posts a `multipart/form-data` form, as a browser does a form with a file input, with the
+    /// CSRF token and form id of the last page (unless `parts` has its own).
+    pub async fn post_multipart(&mut self, path: &str, parts: &[Part<'_>]) -> Page {
+        const BOUNDARY: &str = "----aqs-test-boundary-5c1e9a";
+        let named = |name: &str| parts.iter().any(|p| p.name() == name);
+        let mut all: Vec<Part<'_>> = parts.to_vec();
+        let csrf = self.csrf.clone().filter(|_| !named("csrf"));
+        let form_id = self.form_id.clone().filter(|_| !named("form_id"));
+        if let Some(token) = &csrf {
+            all.push(Part::Text("csrf", token));
+        }
+        if let Some(id) = &form_id {
+            all.push(Part::Text("form_id", id));
+        }
+        let mut body = Vec::new();
+        for part in &all {
+            body.extend_from_slice(format!("--{BOUNDARY}\r\n").as_bytes());
+            match part {
+                Part::Text(name, value) => {
+                    body.extend_from_slice(
+                        format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n").as_bytes(),
+                    );
+                    body.extend_from_slice(value.as_bytes());
+                }
+                Part::File { name, file_name, content_type, bytes } => {
+                    body.extend_from_slice(
+                        format!("Content-Disposition: form-data; name=\"{name}\"; filename=\"{file_name}\"\r\n")
+                            .as_bytes(),
+                    );
+                    if let Some(content_type) = content_type {
+                        body.extend_from_slice(format!("Content-Type: {content_type}\r\n").as_bytes());
+                    }
+                    body.extend_from_slice(b"\r\n");
+                    body.extend_from_slice(bytes);
+                }
+            }
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(format!("--{BOUNDARY}--\r\n").as_bytes());
+        let request = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .header("content-type", format!("multipart/form-data; boundary={BOUNDARY}"))
             .body(body);
         self.send(request).await
     }
