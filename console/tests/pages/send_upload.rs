@@ -4,10 +4,13 @@
 //! kept, no file chosen keeps the text path, and the CSRF token and one-time form id guard a
 //! multipart post exactly as they guard an urlencoded one.
 
+use super::browser::Browser;
 use super::support::{Part, TestConsole, Visitor, queue_of, spawn_console};
 use aqs_control_plane::Queue;
 use aqs_core::time::now_ms;
 use aqs_engine::{ConsumeOutcome, Delivery};
+use fantoccini::Locator;
+use serde_json::json;
 use sqlx::PgPool;
 
 const SEND: &str = "/queues/jobs/messages/send";
@@ -215,4 +218,31 @@ async fn with_no_file_chosen_the_text_is_sent(db: PgPool) {
     let got = received(&app, &queue).await;
     let bodies: Vec<&[u8]> = got.iter().map(|d| d.body.as_slice()).collect();
     assert_eq!(bodies, [&"{\"héllo\": 1}".as_bytes()[..], &[0xff, 0x00][..], &b"plain"[..]]);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn chromium_without_javascript_uploads_a_chosen_file(db: PgPool) {
+    let app = spawn_console(db).await;
+    let (ada, queue) = signed_up_with_jobs(&app).await;
+    let bytes = binary();
+    let folder = std::env::temp_dir().join(format!("aqs-upload-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    let path = folder.join(format!("{}.bin", queue.slug));
+    std::fs::write(&path, &bytes).unwrap();
+
+    let browser = Browser::open(&app, &ada, false, 1280).await;
+    browser.goto(&format!("{}{SEND}", app.base)).await;
+    let input = browser.client.find(Locator::Css("#body_file")).await.unwrap();
+    input.send_keys(path.to_str().unwrap()).await.expect("choose the file");
+    browser.client.find(Locator::Css("#content_type")).await.unwrap().clear().await.unwrap();
+    browser.client.find(Locator::Css("form.stack button[type=submit]")).await.unwrap().click().await.unwrap();
+    browser.until("the sent message's page", "return document.body.textContent.includes('Sent message');").await;
+    assert_eq!(browser.run("return document.body.textContent.includes('shown as base64');").await, json!(true));
+    std::fs::remove_file(&path).ok();
+
+    let got = received(&app, &queue).await;
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].body, bytes, "stored byte for byte");
+    // Chromium names a `.bin` file's type itself; whatever it is, the part's type was used.
+    assert!(!got[0].content_type.is_empty() && got[0].content_type != "application/json", "{}", got[0].content_type);
 }
