@@ -217,7 +217,7 @@ async fn with_no_file_chosen_the_text_is_sent(db: PgPool) {
 
     let got = received(&app, &queue).await;
     let bodies: Vec<&[u8]> = got.iter().map(|d| d.body.as_slice()).collect();
-    assert_eq!(bodies, [&"{\"héllo\": 1}".as_bytes()[..], &[0xff, 0x00][..], &b"plain"[..]]);
+    assert_eq!(bodies, ["{\"héllo\": 1}".as_bytes(), &[0xff, 0x00][..], &b"plain"[..]]);
 }
 
 #[sqlx::test(migrations = "../migrations")]
