@@ -130,7 +130,7 @@ async fn measure(ctx: &mut Ctx) -> anyhow::Result<Vec<ScenarioResult>> {
     ];
     rows.push(match (rss_held, rss_before) {
         (Some(held_rss), Some(before)) => ScenarioResult::new("idle_long_polls_rss", held_rss as f64 / MIB, "MiB")
-            .target(Goal::AtMost(256.0))
+            .target(Goal::AtMost(160.0))
             .note(format!("VmRSS of aqs while held; {:.1} MiB before the polls", before as f64 / MIB)),
         _ => ScenarioResult::failed("idle_long_polls_rss", "MiB", &anyhow::anyhow!("no aqs pid given")),
     });
