@@ -115,9 +115,11 @@ impl BenchQueue {
     }
 
     pub fn consume(&self, i: usize, max_messages: u32, max_wait_seconds: u32) -> anyhow::Result<Call> {
-        let body =
-            json!({ "max_messages": max_messages, "max_wait_seconds": max_wait_seconds, "visibility_seconds": 60 });
-        Call::post(&format!("/queue/v1/{}/consume", self.slug), Some(self.token(i)), body.to_string())
+        Call::post(
+            &format!("/queue/v1/{}/consume", self.slug),
+            Some(self.token(i)),
+            consume_body(max_messages, max_wait_seconds, &[]),
+        )
     }
 
     /// An ack call; its body is set per use with `ack_body`.
@@ -150,10 +152,29 @@ pub fn ack_body(receipts: &[String]) -> Bytes {
     json!({ "receipts": receipts }).to_string().into()
 }
 
+/// A consume's body (leases of 60 s); with `ack`, the previous batch's receipts it acknowledges
+/// first, as the SDKs' consumer loops send them.
+pub fn consume_body(max_messages: u32, max_wait_seconds: u32, ack: &[String]) -> Bytes {
+    let mut body =
+        json!({ "max_messages": max_messages, "max_wait_seconds": max_wait_seconds, "visibility_seconds": 60 });
+    if !ack.is_empty() {
+        body["ack"] = json!(ack);
+    }
+    body.to_string().into()
+}
+
 /// The fields of a consume answer the bench reads.
 #[derive(Debug, Deserialize)]
 pub struct Consumed {
     pub messages: Vec<Delivered>,
+    /// What the consume's `ack` receipts did, when it carried some.
+    pub ack: Option<Acked>,
+}
+
+/// The field of an ack answer the bench reads.
+#[derive(Debug, Deserialize)]
+pub struct Acked {
+    pub acked: u64,
 }
 
 #[derive(Debug, Deserialize)]

@@ -6,8 +6,10 @@
 //!   backoff from 2 s (capped at 5 min), with the error as the reason the server keeps should the
 //!   message be dead-lettered; explicit decisions survive the error.
 //!
-//! Cancelling the stop token lets each loop finish the batch in hand; a batch that arrives after
-//! the stop is returned at once (nack without delay).
+//! A loop acknowledges a batch with its next consume (`consume_acking`: one request instead of
+//! two); returned messages go back at once. Cancelling the stop token lets each loop finish the
+//! batch in hand and acknowledge it; a batch that arrives after the stop is returned at once (nack
+//! without delay).
 
 use crate::body::Body;
 use crate::client::{BATCH_MAX, Queue};
@@ -191,8 +193,19 @@ async fn one_loop<F, Fut, E>(
         visibility_seconds: options.visibility_seconds,
     };
     let mut failures = 0u32;
+    // The last batch's acknowledgements, sent with the next consume (one request instead of two).
+    let mut acks: Vec<String> = Vec::new();
     while !stop.is_cancelled() {
-        let delivered = match queue.consume(&request).await {
+        let consumed = if acks.is_empty() {
+            queue.consume(&request).await
+        } else {
+            queue.consume_acking(&request, &acks).await.map(|(delivered, acked)| {
+                counts.acked.fetch_add(u64::from(acked.acked), Ordering::Relaxed);
+                acks.clear();
+                delivered
+            })
+        };
+        let delivered = match consumed {
             Ok(delivered) => {
                 failures = 0;
                 delivered
@@ -211,16 +224,20 @@ async fn one_loop<F, Fut, E>(
             // Fetched but not started: back to the queue now, not when the lease runs out.
             let receipts: Vec<String> = delivered.into_iter().map(|d| d.receipt).collect();
             settle(queue, &[], &receipts, 0, None, counts).await;
-            return;
+            break;
         }
         let batch = Batch::new(queue.slug(), delivered);
         let result = handler(batch.clone()).await;
-        finish(queue, &batch, result, counts).await;
+        acks = finish(queue, &batch, result, counts).await;
     }
+    // Stopping: what was handled is acknowledged now.
+    settle(queue, &acks, &[], 0, None, counts).await;
 }
 
-/// Settles every message of `batch` by the handler's `result` and its explicit decisions.
-pub async fn finish<E: Display>(queue: &Queue, batch: &Batch, result: Result<(), E>, counts: &Counts) {
+/// Settles every message of `batch` by the handler's `result` and its explicit decisions: returns
+/// those it acknowledges, for the loop's next consume to carry, and returns the others to the
+/// queue now.
+pub async fn finish<E: Display>(queue: &Queue, batch: &Batch, result: Result<(), E>, counts: &Counts) -> Vec<String> {
     counts.runs.fetch_add(1, Ordering::Relaxed);
     let error = result.err().map(|e| {
         let text = e.to_string();
@@ -237,10 +254,10 @@ pub async fn finish<E: Display>(queue: &Queue, batch: &Batch, result: Result<(),
         }
     }
     let reason = error.as_deref().unwrap_or("retried by the handler");
-    settle(queue, &acks, &[], 0, None, counts).await;
     for (delay, receipts) in retries {
         settle(queue, &[], &receipts, delay, Some(reason), counts).await;
     }
+    acks
 }
 
 async fn settle(queue: &Queue, acks: &[String], nacks: &[String], delay: u64, reason: Option<&str>, counts: &Counts) {

@@ -39,16 +39,17 @@ async fn stopped(stop: Option<&CancellationToken>) {
 }
 
 /// Leases up to `max` messages, waiting up to `wait` for the first one: a consumer's request,
-/// charged to its token's rate budget once (on the first attempt).
+/// charged to its token's rate budget once (on the first attempt), unless an earlier script of the
+/// same request took the charge (`None`: a consume that acknowledged first).
 pub async fn consume(
     state: &DataPlane,
-    charge: Charge,
+    charge: Option<Charge>,
     queue: QueueId,
     max: u32,
     lease_ms: u64,
     wait: Duration,
 ) -> ApiResult<Consumed> {
-    consume_charged(state, queue, max, lease_ms, wait, None, Some(charge)).await
+    consume_charged(state, queue, max, lease_ms, wait, None, charge).await
 }
 
 /// [`consume`] that also stops waiting, answering with no messages, once `stop` is cancelled. Only

@@ -13,6 +13,8 @@ mod browse;
 mod cluster;
 #[path = "api/concurrency.rs"]
 mod concurrency;
+#[path = "api/consume_ack.rs"]
+mod consume_ack;
 #[path = "api/dead_letters.rs"]
 mod dead_letters;
 #[path = "api/extend.rs"]

@@ -96,6 +96,13 @@ async fn the_client_speaks_every_queue_route() {
     let stats = queue.stats().await.unwrap();
     assert_eq!((stats.depth.total, stats.dead_letters), (1, 0), "only the delayed message is left");
 
+    // A consume that acknowledges the previous batch first: one request instead of two.
+    queue.publish_batch(vec![NewMessage::text("c1"), NewMessage::text("c2")]).await.unwrap();
+    let leased = queue.consume(&consume_now(1)).await.unwrap();
+    let (next, acked) = queue.consume_acking(&consume_now(10), &[leased[0].receipt.clone()]).await.unwrap();
+    assert_eq!((acked.acked, next.len()), (1, 1), "the acknowledged message is gone, the other leased");
+    assert!(matches!(queue.consume_acking(&consume_now(1), &[]).await, Err(Error::Invalid(_))));
+
     let stranger = Client::builder(server.base(), "acq_notatoken").max_retries(0).build();
     let refused = stranger.queue(&tenant.slug).stats().await.unwrap_err();
     assert_eq!((refused.code(), refused.status()), (Some(&ErrorCode::Unauthorized), Some(401)));

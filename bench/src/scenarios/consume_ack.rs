@@ -1,15 +1,15 @@
 //! Scenario 3: steady consume(100) + ack(100) while producers keep the depth flat, against a
 //! BullMQ worker of concurrency 100 on the same Redis. Producers publish batches only while the
 //! depth (published − acknowledged, as this process counts it) is under its set point, so the
-//! consumers always find a full batch and the queue neither drains nor grows.
+//! consumers always find a full batch and the queue neither drains nor grows. Each consume carries
+//! the previous batch's receipts (`"ack"`), as the SDKs' consumer loops do: one request a batch.
 
 use super::{Ctx, progress, redis_cost};
-use crate::api::{BenchQueue, Consumed, ack_body, sample_body};
+use crate::api::{Acked, BenchQueue, Consumed, ack_body, consume_body, sample_body};
 use crate::client::{Call, Target};
 use crate::load::{Tally, Window};
 use crate::scenario_result::{ScenarioResult, Target as Goal};
 use hyper::StatusCode;
-use serde::Deserialize;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -37,11 +37,6 @@ impl Depth {
     fn current(&self) -> u64 {
         self.published.load(Ordering::Relaxed).saturating_sub(self.acked.load(Ordering::Relaxed))
     }
-}
-
-#[derive(Deserialize)]
-struct Acked {
-    acked: u64,
 }
 
 async fn measure(ctx: &mut Ctx) -> anyhow::Result<Vec<ScenarioResult>> {
@@ -100,7 +95,7 @@ async fn measure(ctx: &mut Ctx) -> anyhow::Result<Vec<ScenarioResult>> {
             .latency(p50, p99)
             .target(Goal::RatioAtLeast(3.0))
             .note(format!(
-                "{} consumers (consume {BATCH} then ack), {} producers publishing {}/s, depth {} → {}; latency per consume+ack; {redis}{}{}",
+                "{} consumers (each consume of {BATCH} acknowledging the batch before), {} producers publishing {}/s, depth {} → {}; latency per consume; {redis}{}{}",
                 s.consumers,
                 s.producers,
                 (produced.msgs as f64 / window.seconds()).round(),
@@ -163,20 +158,20 @@ async fn produce(target: Target, call: Call, depth: Arc<Depth>, window: Window) 
 async fn consume(target: Target, consume: Call, ack: Call, depth: Arc<Depth>, window: Window) -> Tally {
     let mut tally = Tally::default();
     let Some(mut conn) = crate::load::connect(&target, &mut tally).await else { return tally };
+    // The batch in hand, acknowledged by the next consume.
+    let mut held: Vec<String> = Vec::new();
     while Instant::now() < window.end {
         let started = Instant::now();
+        let call =
+            if held.is_empty() { consume.clone() } else { consume.with_body(consume_body(BATCH as u32, 1, &held)) };
         let cycle = async {
-            let answer = conn.expect(&consume, StatusCode::OK).await?;
-            let receipts: Vec<String> =
-                serde_json::from_slice::<Consumed>(&answer)?.messages.into_iter().map(|m| m.receipt).collect();
-            if receipts.is_empty() {
-                return anyhow::Ok(0);
-            }
-            let answer = conn.expect(&ack.with_body(ack_body(&receipts)), StatusCode::OK).await?;
-            Ok(serde_json::from_slice::<Acked>(&answer)?.acked)
+            let answer = serde_json::from_slice::<Consumed>(&conn.expect(&call, StatusCode::OK).await?)?;
+            let receipts: Vec<String> = answer.messages.into_iter().map(|m| m.receipt).collect();
+            anyhow::Ok((answer.ack.map_or(0, |a| a.acked), receipts))
         };
         match cycle.await {
-            Ok(acked) => {
+            Ok((acked, receipts)) => {
+                held = receipts;
                 depth.acked.fetch_add(acked, Ordering::Relaxed);
                 depth.drained.notify_waiters();
                 let finished = Instant::now();
@@ -191,6 +186,12 @@ async fn consume(target: Target, consume: Call, ack: Call, depth: Arc<Depth>, wi
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }
+    }
+    if !held.is_empty()
+        && let Ok(answer) = conn.expect(&ack.with_body(ack_body(&held)), StatusCode::OK).await
+        && let Ok(answer) = serde_json::from_slice::<Acked>(&answer)
+    {
+        depth.acked.fetch_add(answer.acked, Ordering::Relaxed);
     }
     tally
 }

@@ -40,12 +40,20 @@ pub struct ConsumeRequest {
     /// The lease, 1 s to 12 h (default the queue's visibility timeout).
     #[schema(minimum = 1, maximum = 43200)]
     visibility_seconds: Option<u32>,
+    /// 1 to 100 receipts to acknowledge first, as `POST /ack` would (a consumer's previous batch):
+    /// one request instead of two. They are acknowledged before anything is leased or waited
+    /// for; the answer's `ack` says what each did.
+    #[schema(min_items = 1, max_items = 100)]
+    ack: Option<Vec<String>>,
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct ConsumeAnswer {
     /// Possibly none, when nothing arrived within the wait.
     pub messages: Vec<Delivery>,
+    /// What the request's `ack` receipts did; only when it had some.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ack: Option<AckAnswer>,
 }
 
 /// One message under a lease, with the receipt that acknowledges, returns or extends it.
@@ -115,10 +123,20 @@ pub async fn consume(
             )));
         }
     };
+    if request.ack.as_ref().is_some_and(|a| a.is_empty() || a.len() > limits::ACK_MAX_RECEIPTS) {
+        return Err(ApiError::field("ack", format!("ack must hold 1 to {} receipts", limits::ACK_MAX_RECEIPTS)));
+    }
+    // The acknowledgements go first and take the request's charge (a refused request changes
+    // nothing); the lease that follows is the same request.
+    let (ack, charge) = match request.ack {
+        Some(receipts) => (Some(acknowledge(&state, &ctx, receipts).await?), None),
+        None => (None, Some(ctx.charge)),
+    };
+    let acked = ack.as_ref().map_or(0, |a| u64::from(a.acked));
     let consumed =
-        longpoll::consume(&state, ctx.charge, ctx.queue, max, lease_ms, Duration::from_secs(u64::from(wait))).await?;
+        longpoll::consume(&state, charge, ctx.queue, max, lease_ms, Duration::from_secs(u64::from(wait))).await?;
     let now = now_ms();
-    let traffic = Traffic { requests: 1, messages: consumed.deliveries.len() as u64, acked: 0 };
+    let traffic = Traffic { requests: 1, messages: consumed.deliveries.len() as u64, acked };
     tally(&state, &ctx, &client, &agent, traffic, now);
     let expires_at_ms = expiry_ms(now, consumed.lease_ms);
     let messages = consumed
@@ -144,7 +162,7 @@ pub async fn consume(
             }
         })
         .collect();
-    Ok(Json(ConsumeAnswer { messages }))
+    Ok(Json(ConsumeAnswer { messages, ack }))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -197,7 +215,15 @@ pub async fn ack(
     raw: Body,
 ) -> ApiResult<Json<AckAnswer>> {
     let request: AckRequest = body::parse(&body::read(&headers, raw, SMALL_BODY_LIMIT, false).await?)?;
-    let decoded = Decoded::new(&state, &ctx, request.receipts)?;
+    let answer = acknowledge(&state, &ctx, request.receipts).await?;
+    let traffic = Traffic { acked: u64::from(answer.acked), ..Traffic::default() };
+    tally(&state, &ctx, &client, &user_agent(&headers), traffic, now_ms());
+    Ok(Json(answer))
+}
+
+/// Acknowledges `receipts` (an ack request's, or a consume's `ack`), taking the request's charge.
+async fn acknowledge(state: &DataPlane, ctx: &QueueContext, receipts: Vec<String>) -> ApiResult<AckAnswer> {
+    let decoded = Decoded::new(state, ctx, receipts)?;
     let results =
         state.engine.charged(ctx.charge).ack_hinted(ctx.queue, &decoded.valid, &decoded.hints, now_ms()).await?;
     let mut failed = decoded.failed;
@@ -209,9 +235,7 @@ pub async fn ack(
             failed.push(ReceiptFailure::lease_lost(text));
         }
     }
-    let traffic = Traffic { acked: u64::from(acked), ..Traffic::default() };
-    tally(&state, &ctx, &client, &user_agent(&headers), traffic, now_ms());
-    Ok(Json(AckAnswer { acked, failed }))
+    Ok(AckAnswer { acked, failed })
 }
 
 /// The request's `User-Agent`, or "" (a consumer tally's part).

@@ -1,9 +1,10 @@
 /**
  * The consumer loop: long-poll a batch, give it to the handler, settle every message by what the
- * handler decided (see batch.ts), repeat. `concurrency` loops run side by side, each with its own
- * batch. Stopping (the signal) ends each loop's long poll at once and lets each loop finish the
- * batch in hand; a batch that arrives after the stop was asked for is returned at once (nack
- * without delay), never left to its lease. The handler gets `(batch, env, ctx)`; what it handed to
+ * handler decided (see batch.ts), repeat. Returned messages go back at once; acknowledged ones go
+ * with the next long poll (`consumeAndAck`: one request instead of two). `concurrency` loops run
+ * side by side, each with its own batch. Stopping (the signal) ends each loop's long poll at once
+ * and lets each loop finish the batch in hand and acknowledge it; a batch that arrives after the
+ * stop was asked for is returned at once (nack without delay), never left to its lease. The handler gets `(batch, env, ctx)`; what it handed to
  * `ctx.waitUntil` is awaited before the batch is settled.
  */
 
@@ -11,6 +12,7 @@ import { MessageBatch, type Decision, type Message } from "./batch.js";
 import { BATCH_MAX, type Queue } from "./queue.js";
 import { newMetrics, type Metrics } from "./metrics.js";
 import { sleep } from "./http.js";
+import type { AckAnswer } from "./wire.js";
 import { Context, type ExecutionContext } from "./context.js";
 
 export type QueueHandler<Env = unknown, Body = unknown> = (
@@ -64,18 +66,28 @@ async function loop<Env, Body>(
   const report = options.onError ?? ((error: unknown) => console.error("aqs consumer:", error));
   let failures = 0;
   const signal = options.signal;
+  const poll = {
+    maxMessages: options.messagesPerRun ?? 10,
+    waitSeconds: options.waitSeconds ?? 20,
+    ...(options.visibilitySeconds === undefined ? {} : { visibilitySeconds: options.visibilitySeconds }),
+    ...(signal === undefined ? {} : { signal }),
+  };
+  // The last batch's acknowledgements, carried by the next long poll.
+  let acks: string[] = [];
   while (!signal?.aborted) {
     let wire;
     try {
-      wire = await queue.consume({
-        maxMessages: options.messagesPerRun ?? 10,
-        waitSeconds: options.waitSeconds ?? 20,
-        ...(options.visibilitySeconds === undefined ? {} : { visibilitySeconds: options.visibilitySeconds }),
-        ...(signal === undefined ? {} : { signal }),
-      });
+      if (acks.length === 0) {
+        wire = await queue.consume(poll);
+      } else {
+        const answer = await queue.consumeAndAck(acks, poll);
+        acks = [];
+        counted(answer.ack, metrics, report);
+        wire = answer.messages;
+      }
       failures = 0;
     } catch (error) {
-      if (signal?.aborted) return; // the stop ended the poll
+      if (signal?.aborted) break; // the stop ended the poll
       report(error);
       failures++;
       await sleep(Math.min(250 * 2 ** failures, 10_000), signal, true);
@@ -85,10 +97,22 @@ async function loop<Env, Body>(
     if (signal?.aborted) {
       // Fetched but not started: back to the queue now rather than when the lease runs out.
       await settle(queue, wire.map((m) => m.receipt), [], metrics, report);
-      return;
+      break;
     }
     const batch = new MessageBatch<Body>(queue.name, wire, options.retryDelaySeconds);
-    await runOne(queue, batch, handler, options.env as Env, metrics, report);
+    acks = await handle(queue, batch, handler, options.env as Env, metrics, report);
+  }
+  // Stopping: the last batch is acknowledged now. A poll the stop cut short may have acknowledged
+  // it already; its receipts then answer lease_lost, which is no news.
+  await settle(queue, [], acks, metrics, report, {}, true);
+}
+
+/** Counts what an acknowledgement did and reports the receipts that did nothing. */
+function counted(answer: AckAnswer, metrics: Metrics, report: (error: unknown) => void, quiet = false): void {
+  metrics.messages_acked += answer.acked;
+  for (const failure of answer.failed) {
+    if (quiet && failure.error === "lease_lost") continue;
+    report(new Error(`ack ${failure.error}: ${failure.message}`));
   }
 }
 
@@ -101,6 +125,22 @@ export async function runOne<Env, Body>(
   metrics: Metrics,
   report: (error: unknown) => void,
 ): Promise<void> {
+  const acks = await handle(queue, batch, handler, env, metrics, report);
+  await settle(queue, [], acks, metrics, report);
+}
+
+/**
+ * Calls the handler with one batch and returns the messages it retries to the queue; answers the
+ * receipts of those it acknowledges, for the caller to settle.
+ */
+async function handle<Env, Body>(
+  queue: Queue,
+  batch: MessageBatch<Body>,
+  handler: QueueHandler<Env, Body>,
+  env: Env,
+  metrics: Metrics,
+  report: (error: unknown) => void,
+): Promise<string[]> {
   metrics.runs++;
   let threw = false;
   let error: unknown;
@@ -120,7 +160,6 @@ export async function runOne<Env, Body>(
     else retries.push([message, decision]);
   }
   const reason = threw ? describe(error) : "retried by the handler";
-  await settle(queue, [], acks, metrics, report);
   const byDelay = new Map<number, string[]>();
   for (const [message, decision] of retries) {
     const list = byDelay.get(decision.delaySeconds) ?? [];
@@ -130,9 +169,13 @@ export async function runOne<Env, Body>(
   for (const [delaySeconds, receipts] of byDelay) {
     await settle(queue, receipts, [], metrics, report, { delaySeconds, error: reason });
   }
+  return acks;
 }
 
-/** Nacks `nacks` (with `retry`'s delay) and acks `acks`, 100 receipts per request. */
+/**
+ * Nacks `nacks` (with `retry`'s delay) and acks `acks`, 100 receipts per request; `quiet` leaves
+ * out the acknowledgements that were made already (lease_lost).
+ */
 async function settle(
   queue: Queue,
   nacks: string[],
@@ -140,12 +183,11 @@ async function settle(
   metrics: Metrics,
   report: (error: unknown) => void,
   retry: { delaySeconds?: number; error?: string } = {},
+  quiet = false,
 ): Promise<void> {
   for (let i = 0; i < acks.length; i += BATCH_MAX) {
     try {
-      const answer = await queue.ack(acks.slice(i, i + BATCH_MAX));
-      metrics.messages_acked += answer.acked;
-      for (const failure of answer.failed) report(new Error(`ack ${failure.error}: ${failure.message}`));
+      counted(await queue.ack(acks.slice(i, i + BATCH_MAX)), metrics, report, quiet);
     } catch (error) {
       // The lease runs out and the message is delivered again: nothing is lost.
       report(error);

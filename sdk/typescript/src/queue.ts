@@ -109,6 +109,32 @@ export class Queue<Body = unknown> {
     return answer.messages;
   }
 
+  /**
+   * Acknowledges `receipts` (1 to 100, a consumer's previous batch) as `ack` would, then leases as
+   * `consume` does: one request instead of two. Answers the messages and what the acknowledgements
+   * did. Aborted by `options.signal`, the acknowledgements may or may not have been made.
+   */
+  async consumeAndAck(
+    receipts: readonly string[],
+    options: ConsumeOptions = {},
+  ): Promise<{ messages: ConsumedMessage[]; ack: AckAnswer }> {
+    if (receipts.length === 0 || receipts.length > BATCH_MAX) {
+      throw invalid(`consumeAndAck takes 1 to ${BATCH_MAX} receipts; got ${receipts.length}`);
+    }
+    const request = {
+      max_messages: options.maxMessages ?? 10,
+      max_wait_seconds: options.waitSeconds ?? 0,
+      ...(options.visibilitySeconds === undefined ? {} : { visibility_seconds: options.visibilitySeconds }),
+      ack: receipts,
+    };
+    return this.#conn.call<{ messages: ConsumedMessage[]; ack: AckAnswer }>(
+      "POST",
+      this.#path("consume"),
+      request,
+      options.signal,
+    );
+  }
+
   async ack(receipts: readonly string[]): Promise<AckAnswer> {
     return this.#conn.call<AckAnswer>("POST", this.#path("ack"), { receipts });
   }

@@ -71,3 +71,51 @@ test("a batch that arrives after the stop goes back to the queue unstarted, at o
   assert.equal(back.length, 2, "both are ready again, not waiting for their lease");
   assert.ok(back.every((m) => m.attempts === 2), "each was fetched once and returned by a nack");
 });
+
+test("the loop acknowledges each batch with its next poll, and the last one when it stops", async () => {
+  const { slug, token } = await freshQueue();
+  const calls = { consume: 0, consumeAndAck: 0, ack: 0 };
+  class Counting extends Queue {
+    async consume(options) {
+      calls.consume++;
+      return super.consume(options);
+    }
+    async consumeAndAck(receipts, options) {
+      calls.consumeAndAck++;
+      return super.consumeAndAck(receipts, options);
+    }
+    async ack(receipts) {
+      calls.ack++;
+      return super.ack(receipts);
+    }
+  }
+  const queue = new Counting({ url: URL_BASE, token, queue: slug });
+  await queue.sendBatch(Array.from({ length: 6 }, (_, n) => ({ body: { n } })));
+  const controller = new AbortController();
+  let handled = 0;
+  const counted = await consume(
+    queue,
+    (batch) => {
+      handled += batch.messages.length;
+      if (handled === 6) controller.abort();
+    },
+    { messagesPerRun: 2, waitSeconds: 1, signal: controller.signal },
+  );
+  assert.equal(handled, 6);
+  assert.equal(counted.messages_acked, 6);
+  assert.deepEqual(calls, { consume: 1, consumeAndAck: 2, ack: 1 }, "three batches: one request each, and one ack at the stop");
+  const stats = await queue.stats();
+  assert.equal(stats.depth.total, 0, "every message acknowledged and gone");
+});
+
+test("consumeAndAck acknowledges first and says what each receipt did", async () => {
+  const { queue } = await freshQueue();
+  await queue.sendBatch([{ body: "a" }, { body: "b" }]);
+  const first = await queue.consume({ maxMessages: 1 });
+  const answer = await queue.consumeAndAck([first[0].receipt], { maxMessages: 10 });
+  assert.deepEqual(answer.ack, { acked: 1, failed: [] });
+  assert.equal(answer.messages.length, 1, "the other message; the acknowledged one is gone");
+  const again = await queue.consumeAndAck([first[0].receipt]);
+  assert.equal(again.ack.failed[0].error, "lease_lost");
+  await assert.rejects(queue.consumeAndAck([]), /1 to 100 receipts/);
+});
