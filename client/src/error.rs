@@ -8,6 +8,7 @@ pub enum ErrorCode {
     InvalidRequest,
     ReceiptInvalid,
     Unauthorized,
+    PaymentRequired,
     Forbidden,
     QueueLimitReached,
     NotFound,
@@ -17,10 +18,13 @@ pub enum ErrorCode {
     LeaseLost,
     QueuePaused,
     PushEnabled,
+    OversizedMessagesStored,
     PayloadTooLarge,
     UnsupportedMediaType,
+    MisdirectedRequest,
     RateLimited,
     ServiceUnavailable,
+    ReplicationTimeout,
     StorageLimitReached,
     Internal,
     /// A code this client does not know (a newer server), or `http_<status>` for an answer
@@ -34,6 +38,7 @@ impl ErrorCode {
             "invalid_request" => Self::InvalidRequest,
             "receipt_invalid" => Self::ReceiptInvalid,
             "unauthorized" => Self::Unauthorized,
+            "payment_required" => Self::PaymentRequired,
             "forbidden" => Self::Forbidden,
             "queue_limit_reached" => Self::QueueLimitReached,
             "not_found" => Self::NotFound,
@@ -43,10 +48,13 @@ impl ErrorCode {
             "lease_lost" => Self::LeaseLost,
             "queue_paused" => Self::QueuePaused,
             "push_enabled" => Self::PushEnabled,
+            "oversized_messages_stored" => Self::OversizedMessagesStored,
             "payload_too_large" => Self::PayloadTooLarge,
             "unsupported_media_type" => Self::UnsupportedMediaType,
+            "misdirected_request" => Self::MisdirectedRequest,
             "rate_limited" => Self::RateLimited,
             "service_unavailable" => Self::ServiceUnavailable,
+            "replication_timeout" => Self::ReplicationTimeout,
             "storage_limit_reached" => Self::StorageLimitReached,
             "internal" => Self::Internal,
             other => Self::Other(other.to_owned()),
@@ -58,6 +66,7 @@ impl ErrorCode {
             Self::InvalidRequest => "invalid_request",
             Self::ReceiptInvalid => "receipt_invalid",
             Self::Unauthorized => "unauthorized",
+            Self::PaymentRequired => "payment_required",
             Self::Forbidden => "forbidden",
             Self::QueueLimitReached => "queue_limit_reached",
             Self::NotFound => "not_found",
@@ -67,10 +76,13 @@ impl ErrorCode {
             Self::LeaseLost => "lease_lost",
             Self::QueuePaused => "queue_paused",
             Self::PushEnabled => "push_enabled",
+            Self::OversizedMessagesStored => "oversized_messages_stored",
             Self::PayloadTooLarge => "payload_too_large",
             Self::UnsupportedMediaType => "unsupported_media_type",
+            Self::MisdirectedRequest => "misdirected_request",
             Self::RateLimited => "rate_limited",
             Self::ServiceUnavailable => "service_unavailable",
+            Self::ReplicationTimeout => "replication_timeout",
             Self::StorageLimitReached => "storage_limit_reached",
             Self::Internal => "internal",
             Self::Other(code) => code,
@@ -126,3 +138,27 @@ impl Error {
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorCode;
+
+    /// Every code of the table in `docs/errors.md`, and `internal`, is one this client knows and
+    /// names back as itself.
+    #[test]
+    fn every_documented_code_is_known() {
+        let table = include_str!("../../docs/errors.md");
+        let codes: Vec<&str> = table
+            .lines()
+            .filter(|line| line.starts_with("| 4") || line.starts_with("| 5"))
+            .filter_map(|line| line.split('`').nth(1))
+            .chain(["internal"])
+            .collect();
+        assert!(codes.len() > 20, "the table was not read: {codes:?}");
+        for code in codes {
+            let parsed = ErrorCode::parse(code);
+            assert!(!matches!(parsed, ErrorCode::Other(_)), "{code} is not known to the client");
+            assert_eq!(parsed.as_str(), code);
+        }
+    }
+}

@@ -4,27 +4,33 @@
  * the code rather than on the message text.
  */
 
-/** The API's error codes (README "The APIs"); unknown codes from a newer server pass through. */
-export type ErrorCode =
-  | "invalid_request"
-  | "receipt_invalid"
-  | "unauthorized"
-  | "forbidden"
-  | "queue_limit_reached"
-  | "not_found"
-  | "method_not_allowed"
-  | "conflict"
-  | "idempotency_conflict"
-  | "lease_lost"
-  | "queue_paused"
-  | "push_enabled"
-  | "payload_too_large"
-  | "unsupported_media_type"
-  | "rate_limited"
-  | "service_unavailable"
-  | "storage_limit_reached"
-  | "internal"
-  | (string & {});
+/** The API's error codes (`docs/errors.md`); unknown codes from a newer server pass through. */
+export const ERROR_CODES = [
+  "invalid_request",
+  "receipt_invalid",
+  "unauthorized",
+  "payment_required",
+  "forbidden",
+  "queue_limit_reached",
+  "not_found",
+  "method_not_allowed",
+  "conflict",
+  "idempotency_conflict",
+  "lease_lost",
+  "queue_paused",
+  "push_enabled",
+  "oversized_messages_stored",
+  "payload_too_large",
+  "unsupported_media_type",
+  "misdirected_request",
+  "rate_limited",
+  "service_unavailable",
+  "replication_timeout",
+  "storage_limit_reached",
+  "internal",
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number] | (string & {});
 
 export class AqsError extends Error {
   /** The API's `error` code. */

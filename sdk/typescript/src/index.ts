@@ -1,6 +1,6 @@
 /** The `aqs` package: a producer, the queue API, and a consumer with the Worker trigger's semantics. */
 
-export { AqsError, type ErrorCode } from "./errors.js";
+export { AqsError, ERROR_CODES, type ErrorCode } from "./errors.js";
 export { Queue, BATCH_MAX, type QueueOptions, type BatchEntry, type ConsumeOptions } from "./queue.js";
 export type { SendOptions } from "./body.js";
 export { decode, encode } from "./body.js";
