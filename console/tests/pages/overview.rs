@@ -17,6 +17,10 @@ async fn overview_shows_depth_storage_and_the_chart(db: PgPool) {
     empty.assert_contains("<noscript><meta http-equiv=\"refresh\" content=\"5\"></noscript>");
     empty.assert_contains("data-refresh=\"/queues/jobs/live\"");
     empty.assert_contains("http://127.0.0.1/queue/v1/jobs");
+    // The same copyable send snippet as the Connect tab and the created page.
+    empty.assert_contains(
+        "id=\"snippet-curl\" tabindex=\"0\"><code>curl -X POST \"http://127.0.0.1/queue/v1/jobs/messages\"",
+    );
     empty.assert_contains("aria-current=\"page\">Overview</a>");
 
     let queue = queue_of(&app, "ada@example.com", "jobs").await;
