@@ -5,7 +5,7 @@ use super::Engine;
 use super::reply::{Reply, Status, unexpected};
 use crate::error::StorageResult;
 use aqs_core::ids::{MessageId, QueueId};
-use aqs_core::receipt::{AckHint, StreamId};
+use aqs_core::receipt::{AckHint, Receipt, StreamId};
 use aqs_core::time::utc_day;
 
 /// One delivery: a message under a fresh lease.
@@ -22,6 +22,13 @@ pub struct Delivery {
     pub attempts: u32,
     /// What the receipt carries so that ack need not read the entry.
     pub hint: AckHint,
+}
+
+impl Delivery {
+    /// The receipt of this delivery of a message of `queue`, valid until `expires_at_ms`.
+    pub fn receipt(&self, queue: QueueId, expires_at_ms: u64) -> Receipt {
+        Receipt { queue, stream_id: self.stream_id, message: self.message, delivery: self.attempts, expires_at_ms }
+    }
 }
 
 #[derive(Debug)]

@@ -23,6 +23,18 @@ pub struct NewMessage {
 }
 
 impl NewMessage {
+    /// A `text/plain` message of `body`, without attributes, group, key or delay.
+    pub fn text(body: &str) -> Self {
+        Self {
+            body: body.as_bytes().to_vec(),
+            content_type: "text/plain".into(),
+            attributes: String::new(),
+            group_id: None,
+            idempotency_key: None,
+            delay_ms: 0,
+        }
+    }
+
     /// SHA-256 over body, content type and attributes, each length-prefixed so that no two
     /// different payloads share a byte sequence.
     pub fn fingerprint(&self) -> String {

@@ -273,13 +273,7 @@ pub(crate) async fn receive(
             return Ok(Outcome::flash(format!("/queues/{slug}/messages"), "No message was ready to receive."));
         };
         let expires_at_ms = expiry_ms(now, lease_ms);
-        let receipt = Receipt {
-            queue: queue.id,
-            stream_id: delivery.stream_id,
-            message: delivery.message,
-            delivery: delivery.attempts,
-            expires_at_ms,
-        };
+        let receipt = delivery.receipt(queue.id, expires_at_ms);
         let id = once::new_id();
         let encoded = state.receipts().encode_with(&receipt, Some(delivery.hint));
         let lease_left = Duration::from_millis(expires_at_ms - now);

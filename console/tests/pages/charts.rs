@@ -12,14 +12,7 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 
 fn message(body: &str, delay_ms: u64) -> NewMessage {
-    NewMessage {
-        body: body.as_bytes().to_vec(),
-        content_type: "text/plain".into(),
-        attributes: String::new(),
-        group_id: None,
-        idempotency_key: None,
-        delay_ms,
-    }
+    NewMessage { delay_ms, ..NewMessage::text(body) }
 }
 
 /// A queue "jobs" (one attempt) with a known last hour, all in the current minute but one publish:

@@ -30,14 +30,7 @@ async fn ready_and_delayed_messages_are_deleted_after_confirming_and_a_leased_on
     };
     let leased = &deliveries[0];
     publish(&app, &queue, "ready one", "text/plain").await;
-    let delayed = NewMessage {
-        body: b"later".to_vec(),
-        content_type: "text/plain".into(),
-        attributes: String::new(),
-        group_id: None,
-        idempotency_key: None,
-        delay_ms: 600_000,
-    };
+    let delayed = NewMessage { delay_ms: 600_000, ..NewMessage::text("later") };
     app.engine.publish(queue.id, &[delayed], now_ms()).await.unwrap();
     let stats = app.engine.stats(queue.id, now_ms()).await.unwrap().unwrap();
     assert_eq!((stats.ready, stats.in_flight, stats.delayed), (1, 1, 1));

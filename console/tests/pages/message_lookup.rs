@@ -8,14 +8,7 @@ use aqs_engine::{NewMessage, PublishOutcome};
 use sqlx::PgPool;
 
 fn message(body: &str, key: Option<&str>, delay_ms: u64) -> NewMessage {
-    NewMessage {
-        body: body.as_bytes().to_vec(),
-        content_type: "text/plain".into(),
-        attributes: String::new(),
-        group_id: None,
-        idempotency_key: key.map(str::to_owned),
-        delay_ms,
-    }
+    NewMessage { idempotency_key: key.map(str::to_owned), delay_ms, ..NewMessage::text(body) }
 }
 
 async fn publish_one(app: &super::support::TestConsole, queue: aqs_core::ids::QueueId, m: NewMessage) -> String {

@@ -32,14 +32,7 @@ async fn every_state_shows_with_its_time_pages_run_past_the_first_and_purge_empt
     for i in 0..54 {
         publish(&app, &queue, &format!("m{i}"), "text/plain").await;
     }
-    let delayed = NewMessage {
-        body: b"later".to_vec(),
-        content_type: "text/plain".into(),
-        attributes: String::new(),
-        group_id: None,
-        idempotency_key: None,
-        delay_ms: 600_000,
-    };
+    let delayed = NewMessage { delay_ms: 600_000, ..NewMessage::text("later") };
     app.engine.publish(queue.id, &[delayed], now_ms()).await.unwrap();
     let ConsumeOutcome::Delivered { deliveries, .. } =
         app.engine.consume(queue.id, 1, 120_000, now_ms(), 0).await.unwrap()

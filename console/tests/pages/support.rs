@@ -374,14 +374,5 @@ pub async fn lease(app: &TestConsole, queue: &Queue, max: u32, now: u64) -> Vec<
     else {
         panic!("consume did not deliver");
     };
-    deliveries
-        .iter()
-        .map(|d| Receipt {
-            queue: queue.id,
-            stream_id: d.stream_id,
-            message: d.message,
-            delivery: d.attempts,
-            expires_at_ms: now + 3_600_000,
-        })
-        .collect()
+    deliveries.iter().map(|d| d.receipt(queue.id, now + 3_600_000)).collect()
 }

@@ -5,7 +5,6 @@ use super::billed::{event, item, now_secs, spawn_billed};
 use super::fake_stripe::{PRICE_10MIB, PRICE_10MIB_CENTS, PRICE_50MIB, PRICE_50MIB_CENTS, WEBHOOK_SECRET, sign};
 use super::support::spawn_app;
 use aqs_core::limits::MIB;
-use aqs_core::receipt::Receipt;
 use aqs_core::time::now_ms;
 use aqs_engine::{ConsumeOutcome, PublishOutcome, Selection};
 use serde_json::{Value, json};
@@ -109,14 +108,7 @@ async fn a_downgrade_waits_until_no_stored_message_is_larger(db: PgPool) {
     else {
         panic!("nothing delivered")
     };
-    let d = &deliveries[0];
-    let receipt = Receipt {
-        queue,
-        stream_id: d.stream_id,
-        message: d.message,
-        delivery: d.attempts,
-        expires_at_ms: now_ms() + 30_000,
-    };
+    let receipt = deliveries[0].receipt(queue, now_ms() + 30_000);
     b.engine.nack(queue, &[receipt], 0, "failed", now_ms()).await.unwrap();
     assert_eq!(b.set_size(&session, &slug, MIB).await.body["count"], 1, "a dead letter is still stored");
     assert_eq!(b.stripe.live_items(), vec![item(PRICE_10MIB, &[queue])], "nothing changed at Stripe");

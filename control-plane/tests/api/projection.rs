@@ -289,16 +289,7 @@ async fn store_everything(app: &TestApp, queue: QueueId) {
     let ConsumeOutcome::Delivered { deliveries, .. } = engine.consume(queue, 2, 60_000, now, 0).await.unwrap() else {
         panic!("the queue exists and is not paused");
     };
-    let receipts: Vec<Receipt> = deliveries
-        .iter()
-        .map(|d| Receipt {
-            queue,
-            stream_id: d.stream_id,
-            message: d.message,
-            delivery: d.attempts,
-            expires_at_ms: u64::MAX,
-        })
-        .collect();
+    let receipts: Vec<Receipt> = deliveries.iter().map(|d| d.receipt(queue, u64::MAX)).collect();
     assert_eq!(engine.ack(queue, &receipts[..1], now).await.unwrap(), vec![true]);
     engine.bury(queue, &receipts[1..], "handler refused", now).await.unwrap();
     engine.flush_ledger(false).await.unwrap();

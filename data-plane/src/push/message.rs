@@ -93,13 +93,7 @@ pub fn nack_outcome(result: NackResult) -> DeliveryOutcome {
 
 /// The engine's proof of this lease (never sent anywhere, so never encoded).
 pub fn receipt(settings: &PushSettings, delivery: &Delivery) -> Receipt {
-    Receipt {
-        queue: settings.queue,
-        stream_id: delivery.stream_id,
-        message: delivery.message,
-        delivery: delivery.attempts,
-        expires_at_ms: u64::MAX,
-    }
+    delivery.receipt(settings.queue, u64::MAX)
 }
 
 pub fn record(

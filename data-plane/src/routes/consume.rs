@@ -12,7 +12,7 @@ use aqs_core::client_addr::ClientAddr;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::errors;
 use aqs_core::limits;
-use aqs_core::receipt::{Receipt, expiry_ms};
+use aqs_core::receipt::expiry_ms;
 use aqs_core::time::{now_ms, rfc3339};
 use aqs_engine::NackResult;
 use axum::Json;
@@ -143,13 +143,7 @@ pub async fn consume(
         .deliveries
         .into_iter()
         .map(|d| {
-            let receipt = Receipt {
-                queue: ctx.queue,
-                stream_id: d.stream_id,
-                message: d.message,
-                delivery: d.attempts,
-                expires_at_ms,
-            };
+            let receipt = d.receipt(ctx.queue, expires_at_ms);
             Delivery {
                 id: d.message.to_string(),
                 receipt: state.receipts.encode_with(&receipt, Some(d.hint)),

@@ -2,7 +2,6 @@
 //! without a keyspace scan: every record is in it while it exists, and leaves it when it expires.
 
 use crate::helpers::spawn_app;
-use aqs_core::receipt::Receipt;
 use aqs_engine::{ConsumeOutcome, NewMessage, PublishOutcome};
 use redis::AsyncCommands;
 use serde_json::json;
@@ -30,14 +29,7 @@ async fn every_idempotency_record_is_indexed_until_it_expires() {
     else {
         panic!("the queue exists");
     };
-    let d = &deliveries[0];
-    let receipt = Receipt {
-        queue: queue.id,
-        stream_id: d.stream_id,
-        message: d.message,
-        delivery: d.attempts,
-        expires_at_ms: u64::MAX,
-    };
+    let receipt = deliveries[0].receipt(queue.id, u64::MAX);
     assert_eq!(engine.ack(queue.id, &[receipt], now).await.unwrap(), vec![true]);
     let expiry: f64 = redis.zscore(q.idempotency_index(), "order-1").await.unwrap();
     let ttl_ms: i64 = redis.pttl(q.idempotency("order-1")).await.unwrap();

@@ -4,7 +4,6 @@
 
 use crate::helpers::*;
 use aqs_core::ids::QueueId;
-use aqs_core::receipt::Receipt;
 use aqs_core::time::now_ms;
 use aqs_engine::{ConsumeOutcome, Delivery, Engine, NackResult};
 use serde_json::json;
@@ -16,16 +15,6 @@ async fn leased(engine: &Engine, queue: QueueId, lease_ms: u64, now: u64) -> (Ve
     match engine.consume(queue, 10, lease_ms, now, 0).await.unwrap() {
         ConsumeOutcome::Delivered { deliveries, lease_ms, next_due_ms } => (deliveries, lease_ms, next_due_ms),
         other => panic!("{other:?}"),
-    }
-}
-
-fn receipt_of(queue: QueueId, delivery: &Delivery, expires_at_ms: u64) -> Receipt {
-    Receipt {
-        queue,
-        stream_id: delivery.stream_id,
-        message: delivery.message,
-        delivery: delivery.attempts,
-        expires_at_ms,
     }
 }
 
@@ -43,11 +32,11 @@ async fn an_expired_lease_is_redelivered_and_the_old_receipt_is_refused() {
     assert_eq!(second[0].message.to_string(), id);
     assert_eq!(second[0].attempts, 2);
     // The first delivery's receipt cannot ack (or nack) the second delivery.
-    let stale = receipt_of(queue.id, &first[0], t0 + 1000);
+    let stale = first[0].receipt(queue.id, t0 + 1000);
     assert_eq!(engine.ack(queue.id, std::slice::from_ref(&stale), t0 + 1002).await.unwrap(), vec![false]);
     let nacked = engine.nack(queue.id, &[stale], 0, "", t0 + 1002).await.unwrap();
     assert_eq!(nacked, vec![NackResult::LeaseLost]);
-    let current = receipt_of(queue.id, &second[0], t0 + 31_001);
+    let current = second[0].receipt(queue.id, t0 + 31_001);
     assert_eq!(engine.ack(queue.id, &[current], t0 + 1003).await.unwrap(), vec![true]);
 }
 
@@ -58,7 +47,7 @@ async fn an_expired_but_not_redelivered_lease_can_still_be_acked() {
     app.publish_text(&queue, "slow work").await;
     let (engine, t0) = (&app.state.engine, now_ms());
     let (leased_now, ..) = leased(engine, queue.id, 1000, t0).await;
-    let late = receipt_of(queue.id, &leased_now[0], t0 + 1000);
+    let late = leased_now[0].receipt(queue.id, t0 + 1000);
     assert_eq!(engine.ack(queue.id, &[late], t0 + 1200).await.unwrap(), vec![true]);
     assert!(leased(engine, queue.id, 0, t0 + 1300).await.0.is_empty());
 }
@@ -70,7 +59,7 @@ async fn a_nack_returns_the_message_after_its_delay() {
     app.publish_text(&queue, "retry me").await;
     let (engine, t0) = (&app.state.engine, now_ms());
     let (leased_now, ..) = leased(engine, queue.id, 0, t0).await;
-    let receipt = receipt_of(queue.id, &leased_now[0], t0 + 30_000);
+    let receipt = leased_now[0].receipt(queue.id, t0 + 30_000);
     let nacked = engine.nack(queue.id, std::slice::from_ref(&receipt), 2000, "db down", t0).await.unwrap();
     assert_eq!(nacked, vec![NackResult::Returned]);
     // Released: the receipt cannot ack any more, and the message is delayed, not in flight.
@@ -85,7 +74,7 @@ async fn a_nack_returns_the_message_after_its_delay() {
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].attempts, 2);
     // A nack without delay makes it available at once.
-    let receipt = receipt_of(queue.id, &again[0], t0 + 32_000);
+    let receipt = again[0].receipt(queue.id, t0 + 32_000);
     engine.nack(queue.id, &[receipt], 0, "", t0 + 2001).await.unwrap();
     let (third, ..) = leased(engine, queue.id, 0, t0 + 2001).await;
     assert_eq!(third[0].attempts, 3);

@@ -147,14 +147,7 @@ async fn a_publish_through_the_engine_wakes_the_waiter_on_its_own_replica() {
         async move { redis::cmd("HEXISTS").arg(&meta).arg("w").query_async::<bool>(&mut redis).await.unwrap() }
     })
     .await;
-    let message = aqs_engine::NewMessage {
-        body: b"sent from the console".to_vec(),
-        content_type: "text/plain".into(),
-        attributes: String::new(),
-        group_id: None,
-        idempotency_key: None,
-        delay_ms: 0,
-    };
+    let message = aqs_engine::NewMessage::text("sent from the console");
     let published = Instant::now();
     let outcome = app.state.engine.publish(queue.id, &[message], aqs_core::time::now_ms()).await.unwrap();
     assert!(matches!(outcome, aqs_engine::PublishOutcome::Stored(_)), "{outcome:?}");

@@ -159,14 +159,7 @@ async fn slices_held_by_two_replicas_never_pass_the_budget() {
         .query_async(&mut a.redis.clone())
         .await
         .unwrap();
-    let message = NewMessage {
-        body: b"x".to_vec(),
-        content_type: "text/plain".into(),
-        attributes: String::new(),
-        group_id: None,
-        idempotency_key: None,
-        delay_ms: 0,
-    };
+    let message = NewMessage::text("x");
     let (mut admitted, mut refused) = (0, 0);
     for turn in 0..160 {
         let app = if turn % 2 == 0 { &a } else { &b };

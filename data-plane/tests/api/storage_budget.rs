@@ -12,17 +12,6 @@ async fn flush(app: &TestApp) {
     app.state.engine.flush_ledger(false).await.unwrap();
 }
 
-fn plain(body: &str) -> NewMessage {
-    NewMessage {
-        body: body.as_bytes().to_vec(),
-        content_type: "text/plain".into(),
-        attributes: String::new(),
-        group_id: None,
-        idempotency_key: None,
-        delay_ms: 0,
-    }
-}
-
 /// Two replicas publishing in turn, each from its own lease, store exactly up to the limit.
 #[tokio::test]
 async fn replicas_fill_the_storage_limit_exactly_and_never_past_it() {
@@ -131,7 +120,7 @@ async fn a_crashed_replicas_lease_counts_as_stored_until_the_queue_empties() {
     let crashed = aqs_engine::Engine::new(a.redis.clone(), a.keys.clone());
     let now = now_ms();
     for i in 0..3 {
-        let outcome = crashed.publish(queue.id, &[plain(&format!("unflushed {i}"))], now).await.unwrap();
+        let outcome = crashed.publish(queue.id, &[NewMessage::text(&format!("unflushed {i}"))], now).await.unwrap();
         assert!(matches!(outcome, aqs_engine::PublishOutcome::Stored(_)), "{outcome:?}");
     }
     drop(crashed); // no flush: its three publishes' bytes exist only in its lease

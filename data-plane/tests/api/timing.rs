@@ -7,38 +7,18 @@ use aqs_core::receipt::Receipt;
 use aqs_core::time::{now_ms, utc_day};
 use aqs_engine::{ConsumeOutcome, NewMessage};
 
-fn message(body: &str) -> NewMessage {
-    NewMessage {
-        body: body.as_bytes().to_vec(),
-        content_type: "text/plain".into(),
-        attributes: String::new(),
-        group_id: None,
-        idempotency_key: None,
-        delay_ms: 0,
-    }
-}
-
 /// Publishes `n` messages now and leases them: their receipts.
 async fn leased(app: &TestApp, queue: &TestQueue, n: usize) -> Vec<Receipt> {
     let engine = &app.state.engine;
     let now = now_ms();
-    let batch: Vec<NewMessage> = (0..n).map(|i| message(&format!("m{i}"))).collect();
+    let batch: Vec<NewMessage> = (0..n).map(|i| NewMessage::text(&format!("m{i}"))).collect();
     engine.publish(queue.id, &batch, now).await.unwrap();
     let ConsumeOutcome::Delivered { deliveries, .. } =
         engine.consume(queue.id, n as u32, 600_000, now, 0).await.unwrap()
     else {
         panic!("nothing delivered");
     };
-    deliveries
-        .iter()
-        .map(|d| Receipt {
-            queue: queue.id,
-            stream_id: d.stream_id,
-            message: d.message,
-            delivery: d.attempts,
-            expires_at_ms: u64::MAX,
-        })
-        .collect()
+    deliveries.iter().map(|d| d.receipt(queue.id, u64::MAX)).collect()
 }
 
 #[tokio::test]
@@ -82,7 +62,7 @@ async fn the_sweeper_samples_the_oldest_age_once_a_minute_and_keeps_the_days_lar
     let idle = app.queue().await;
     let engine = &app.state.engine;
     let published = now_ms();
-    engine.publish(queue.id, &[message("waits")], published).await.unwrap();
+    engine.publish(queue.id, &[NewMessage::text("waits")], published).await.unwrap();
     // Minutes ahead of the real sweeper, which samples the real minute.
     let base = (published / 60_000 + 3) * 60_000;
     engine.sweep(queue.id, base + 1_000, false).await.unwrap().unwrap();
@@ -176,7 +156,8 @@ async fn ack_script_cost() {
         let queue = app.queue().await;
         let now = now_ms();
         for chunk in 0..200 {
-            let messages: Vec<NewMessage> = (0..100).map(|i| message(&format!("message {chunk}-{i}"))).collect();
+            let messages: Vec<NewMessage> =
+                (0..100).map(|i| NewMessage::text(&format!("message {chunk}-{i}"))).collect();
             engine.publish(queue.id, &messages, now).await.unwrap();
         }
         let mut deliveries = Vec::new();
@@ -191,16 +172,7 @@ async fn ack_script_cost() {
         let mut conn = app.redis.clone();
         let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut conn).await.unwrap();
         for chunk in deliveries.chunks(batch) {
-            let receipts: Vec<Receipt> = chunk
-                .iter()
-                .map(|d| Receipt {
-                    queue: queue.id,
-                    stream_id: d.stream_id,
-                    message: d.message,
-                    delivery: d.attempts,
-                    expires_at_ms: u64::MAX,
-                })
-                .collect();
+            let receipts: Vec<Receipt> = chunk.iter().map(|d| d.receipt(queue.id, u64::MAX)).collect();
             let hints: Vec<_> = chunk.iter().map(|d| Some(d.hint)).collect();
             let acked = engine.ack_hinted(queue.id, &receipts, &hints, now_ms()).await.unwrap();
             assert!(acked.iter().all(|&a| a));
