@@ -136,15 +136,7 @@ pub(crate) struct Column {
 #[derive(askama::Template)]
 #[template(path = "line_chart.html")]
 pub(crate) struct LineChart {
-    /// Prefix of the chart's element ids; the legend's values are `{id}-{class}`.
-    pub id: &'static str,
-    pub title: String,
-    pub desc: String,
-    /// What the legend's summaries are of ("Last hour").
-    pub summary_label: &'static str,
-    pub table_summary: &'static str,
-    pub point_header: &'static str,
-    pub empty_text: &'static str,
+    pub words: Words,
     pub width: u32,
     pub height: u32,
     pub left: String,
@@ -168,18 +160,25 @@ fn px(value: f64) -> String {
     format!("{value:.1}")
 }
 
-/// What a chart is of, besides its series.
-pub(crate) struct Spec {
+/// What a chart is called and says, as the page shows it.
+pub(crate) struct Words {
+    /// Prefix of the chart's element ids; the legend's values are `{id}-{class}`.
     pub id: &'static str,
     /// The SVG's accessible name and description.
     pub title: String,
     pub desc: String,
+    /// What the legend's summaries are of ("Last hour").
     pub summary_label: &'static str,
     /// The table's disclosure ("Counts per minute"), its first column's header ("Minute (UTC)"),
     /// and what it says when no point has anything.
     pub table_summary: &'static str,
     pub point_header: &'static str,
     pub empty_text: &'static str,
+}
+
+/// What a chart is of, besides its series.
+pub(crate) struct Spec {
+    pub words: Words,
     pub unit: Unit,
     /// `labels[i]` names point i (in the tooltips).
     pub labels: Vec<String>,
@@ -188,7 +187,7 @@ pub(crate) struct Spec {
 }
 
 pub(crate) fn build(spec: Spec, inputs: Vec<Input>) -> LineChart {
-    let Spec { id, title, desc, summary_label, table_summary, point_header, empty_text, unit, labels, ticks } = spec;
+    let Spec { words, unit, labels, ticks } = spec;
     let points = labels.len();
     let max = inputs.iter().flat_map(|s| s.values.iter().flatten().copied()).max().unwrap_or(0);
     let step = unit.step(max.div_ceil(GRID_STEPS).max(1));
@@ -265,13 +264,7 @@ pub(crate) fn build(spec: Spec, inputs: Vec<Input>) -> LineChart {
         .map(|i| Row { label: labels[i].clone(), cells: texts(i) })
         .collect();
     LineChart {
-        id,
-        title,
-        desc,
-        summary_label,
-        table_summary,
-        point_header,
-        empty_text,
+        words,
         width: WIDTH as u32,
         height: HEIGHT as u32,
         left: px(LEFT),
@@ -299,13 +292,15 @@ mod tests {
     fn spec(unit: Unit, points: usize) -> Spec {
         let labels: Vec<String> = (0..points).map(|i| format!("p{i}")).collect();
         Spec {
-            id: "t",
-            title: "t".into(),
-            desc: "d".into(),
-            summary_label: "All",
-            table_summary: "Numbers",
-            point_header: "Point",
-            empty_text: "Nothing.",
+            words: Words {
+                id: "t",
+                title: "t".into(),
+                desc: "d".into(),
+                summary_label: "All",
+                table_summary: "Numbers",
+                point_header: "Point",
+                empty_text: "Nothing.",
+            },
             unit,
             labels,
             ticks: vec![0],

@@ -11,7 +11,7 @@
 //!   the largest age, and the percentiles of all the hour's acknowledgements together.
 
 use crate::format;
-use crate::line_chart::{self, Input, LineChart, Marker, Spec, Unit};
+use crate::line_chart::{self, Input, LineChart, Marker, Spec, Unit, Words};
 use aqs_engine::{DailyCount, Latency, MinuteCount};
 
 /// Merges histograms, to read the percentiles of a whole hour or fortnight.
@@ -69,16 +69,18 @@ pub(crate) fn per_minute(counts: &[MinuteCount], oldest_now: Option<u64>) -> Lin
     let latencies: Vec<&Latency> = counts.iter().map(|m| &m.latency).collect();
     let inputs = inputs(ages, &latencies);
     let spec = Spec {
-        id: "timing-minutes",
-        title: "Oldest message's age and publish to acknowledgement time per minute, last hour (UTC)".into(),
-        desc: format!(
-            "Over the hour: oldest message {}, p50 {}, p99 {}. {DESC_TAIL}",
-            inputs[0].summary, inputs[1].summary, inputs[2].summary
-        ),
-        summary_label: "Last hour",
-        table_summary: "Age and latency per minute",
-        point_header: "Minute (UTC)",
-        empty_text: "Nothing waited and nothing was acknowledged in the last hour.",
+        words: Words {
+            id: "timing-minutes",
+            title: "Oldest message's age and publish to acknowledgement time per minute, last hour (UTC)".into(),
+            desc: format!(
+                "Over the hour: oldest message {}, p50 {}, p99 {}. {DESC_TAIL}",
+                inputs[0].summary, inputs[1].summary, inputs[2].summary
+            ),
+            summary_label: "Last hour",
+            table_summary: "Age and latency per minute",
+            point_header: "Minute (UTC)",
+            empty_text: "Nothing waited and nothing was acknowledged in the last hour.",
+        },
         unit: Unit::Millis,
         labels: counts.iter().map(|m| crate::pages::activity::hh_mm(m.start_ms)).collect(),
         ticks: crate::pages::activity::ten_minute_ticks(counts),
@@ -101,16 +103,19 @@ pub(crate) fn per_day(days: &[DailyCount], oldest_now: Option<u64>) -> LineChart
     let inputs = inputs(ages, &latencies);
     let labels: Vec<String> = days.iter().map(|d| crate::chart::day_label(d.day)).collect();
     let spec = Spec {
-        id: "timing-days",
-        title: "Oldest message's largest age and publish to acknowledgement time per day, last 14 days (UTC)".into(),
-        desc: format!(
-            "Over 14 days: oldest message {}, p50 {}, p99 {}. {DESC_TAIL}",
-            inputs[0].summary, inputs[1].summary, inputs[2].summary
-        ),
-        summary_label: "14 days",
-        table_summary: "Age and latency per day",
-        point_header: "Day (UTC)",
-        empty_text: "Nothing waited and nothing was acknowledged in the last 14 days.",
+        words: Words {
+            id: "timing-days",
+            title: "Oldest message's largest age and publish to acknowledgement time per day, last 14 days (UTC)"
+                .into(),
+            desc: format!(
+                "Over 14 days: oldest message {}, p50 {}, p99 {}. {DESC_TAIL}",
+                inputs[0].summary, inputs[1].summary, inputs[2].summary
+            ),
+            summary_label: "14 days",
+            table_summary: "Age and latency per day",
+            point_header: "Day (UTC)",
+            empty_text: "Nothing waited and nothing was acknowledged in the last 14 days.",
+        },
         unit: Unit::Millis,
         // Every other day, counted back from today, as the counts' chart.
         ticks: (0..days.len()).filter(|i| (last - i).is_multiple_of(2)).collect(),

@@ -10,7 +10,7 @@ use crate::error::PageResult;
 use crate::extract::{CurrentMember, PagePath};
 use crate::format;
 use crate::layout::Chrome;
-use crate::line_chart::{self, Input, LineChart, Marker, Spec, Unit};
+use crate::line_chart::{self, Input, LineChart, Marker, Spec, Unit, Words};
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
 use crate::timing;
@@ -69,20 +69,22 @@ pub(crate) fn minutes(counts: &[MinuteCount], now: u64, oldest_now: Option<u64>)
         })
         .collect();
     let spec = Spec {
-        id: "minutes",
-        title: "Published, delivered, acknowledged and dead-lettered messages per minute, last hour (UTC)".into(),
-        desc: format!(
-            "Totals over the hour: {}. The table below lists each minute.",
-            KINDS
-                .iter()
-                .map(|(_, label, _, f)| format!("{} {}", counts.iter().map(f).sum::<u64>(), label.to_lowercase()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        summary_label: "Last hour",
-        table_summary: "Counts per minute",
-        point_header: "Minute (UTC)",
-        empty_text: "Nothing happened in the last hour.",
+        words: Words {
+            id: "minutes",
+            title: "Published, delivered, acknowledged and dead-lettered messages per minute, last hour (UTC)".into(),
+            desc: format!(
+                "Totals over the hour: {}. The table below lists each minute.",
+                KINDS
+                    .iter()
+                    .map(|(_, label, _, f)| format!("{} {}", counts.iter().map(f).sum::<u64>(), label.to_lowercase()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            summary_label: "Last hour",
+            table_summary: "Counts per minute",
+            point_header: "Minute (UTC)",
+            empty_text: "Nothing happened in the last hour.",
+        },
         unit: Unit::Count,
         labels,
         ticks: ten_minute_ticks(counts),
