@@ -12,6 +12,8 @@ use axum::http::header::{COOKIE, HeaderMap};
 pub(crate) const SESSION: &str = "aqs_session";
 pub(crate) const ANON: &str = "aqs_anon";
 pub(crate) const FLASH: &str = "aqs_flash";
+/// The team the switcher chose (its id); none means the member's personal team.
+pub(crate) const TEAM: &str = "aqs_team";
 
 /// How long the session cookie lives: as long as the session JWT inside it.
 pub(crate) const SESSION_MAX_AGE_SECS: u64 = 12 * 3600;

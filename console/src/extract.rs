@@ -17,7 +17,9 @@ use crate::flash;
 use crate::layout::Chrome;
 use crate::posted::{self, Upload};
 use crate::state::ConsoleState;
-use aqs_control_plane::{AuthOperator, MemberId, auth};
+use aqs_control_plane::client_addr::ClientAddr;
+use aqs_control_plane::teams::RequestOrigin;
+use aqs_control_plane::{AuthOperator, Caller, MemberId, TeamId, auth};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use std::convert::Infallible;
@@ -41,6 +43,11 @@ impl FromRequestParts<ConsoleState> for Visitor {
 pub(crate) struct CurrentMember {
     pub id: MemberId,
     pub email: String,
+    /// The team the pages act on: the one the team switcher chose (its cookie), else the
+    /// member's personal team.
+    pub team: TeamId,
+    /// The member as the caller of that team: their role, the suspension, the request's origin.
+    pub caller: Caller,
     /// The session JWT of the cookie (the account page marks and ends sessions by it).
     pub session: String,
     /// The CSRF token of this session, for every form on the page.
@@ -79,9 +86,23 @@ impl FromRequestParts<ConsoleState> for CurrentMember {
             Err(aqs_core::ApiError::Unauthorized(_)) => return Err(login()),
             Err(err) => return Err(err.into()),
         };
+        let chosen = visitor.cookies.get(cookies::TEAM).and_then(|id| uuid::Uuid::parse_str(id).ok());
+        let Ok(client) = ClientAddr::from_request_parts(parts, state).await;
+        let origin = RequestOrigin::of(&parts.headers, client);
+        // Not refused here when the team is suspended: logging out or changing one's password
+        // still work; each form that changes the team asks `Caller::require_to_change`.
+        let caller = match Caller::of_member(state.control(), &member, chosen, false, origin.clone()).await {
+            // A team the member has left (or that was deleted) falls back to their personal one.
+            Err(aqs_core::ApiError::NotFound(_)) if chosen.is_some() => {
+                Caller::of_member(state.control(), &member, None, false, origin).await?
+            }
+            other => other?,
+        };
         Ok(Self {
             id: member.id,
             email: member.email.clone(),
+            team: caller.team,
+            caller,
             session: session.to_owned(),
             csrf: csrf::token(state, session),
             flash: visitor.flash,

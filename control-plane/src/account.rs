@@ -19,6 +19,7 @@
 use crate::billing::outbox;
 use crate::members::{self, Member};
 use crate::state::ControlPlane;
+use crate::teams::{self, Caller, RequestOrigin, TeamId};
 use crate::{admin, domains, hosts, queues, sessions};
 use aqs_core::{ApiError, ApiResult};
 use serde::Deserialize;
@@ -38,7 +39,12 @@ pub struct AccountDeletion {
 }
 
 /// Deletes `member`'s account with everything it owns (see the module note).
-pub async fn delete(cp: &ControlPlane, member: &Member, confirm: AccountDeletion) -> ApiResult<()> {
+pub async fn delete(
+    cp: &ControlPlane,
+    member: &Member,
+    confirm: AccountDeletion,
+    origin: RequestOrigin,
+) -> ApiResult<()> {
     if !confirm.confirm_email.trim().eq_ignore_ascii_case(&member.email) {
         let message = if confirm.confirm_email.trim().is_empty() {
             "type your account's email to confirm".to_owned()
@@ -48,16 +54,19 @@ pub async fn delete(cp: &ControlPlane, member: &Member, confirm: AccountDeletion
         return Err(ApiError::field("confirm_email", message));
     }
     let id = member.id;
+    // The member as the owner of their personal team, which goes with the account.
+    let caller = Caller::of_member(cp, member, None, true, origin).await?;
+    let team = caller.team;
     sessions::revoke_all(cp.db(), id).await?;
-    for host in hosts::list(cp, id).await? {
-        ignore_gone(hosts::delete(cp, id, host.id).await)?;
+    for host in hosts::list(cp, team).await? {
+        ignore_gone(hosts::delete(cp, &caller, host.id).await)?;
     }
-    for domain in domains::list(cp, id).await? {
-        ignore_gone(domains::delete(cp, id, domain.id).await)?;
+    for domain in domains::list(cp, team).await? {
+        ignore_gone(domains::delete(cp, &caller, domain.id).await)?;
     }
     for _ in 0..ROUNDS {
-        for queue in queues::list(cp, id).await? {
-            ignore_gone(queues::delete(cp, id, &queue.slug).await)?;
+        for queue in queues::list(cp, team).await? {
+            ignore_gone(queues::delete(cp, &caller, &queue.slug).await)?;
         }
         if close(cp, member).await? {
             tracing::info!(member = %id.as_uuid(), "account deleted");
@@ -72,7 +81,7 @@ async fn close(cp: &ControlPlane, member: &Member) -> ApiResult<bool> {
     let id = member.id.as_uuid();
     let mut tx = cp.db().begin().await?;
     sqlx::query("SELECT 1 FROM members WHERE id = $1 FOR UPDATE").bind(id).execute(&mut *tx).await?;
-    let live: i64 = sqlx::query_scalar("SELECT count(*) FROM queues WHERE member_id = $1 AND deleted_at IS NULL")
+    let live: i64 = sqlx::query_scalar("SELECT count(*) FROM queues WHERE team_id = $1 AND deleted_at IS NULL")
         .bind(id)
         .fetch_one(&mut *tx)
         .await?;
@@ -81,15 +90,16 @@ async fn close(cp: &ControlPlane, member: &Member) -> ApiResult<bool> {
     }
     admin::remove_callback_urls(&mut tx, id).await?;
     let customer: Option<Option<String>> =
-        sqlx::query_scalar("SELECT customer_id FROM billing_accounts WHERE member_id = $1")
+        sqlx::query_scalar("SELECT customer_id FROM billing_accounts WHERE team_id = $1")
             .bind(id)
             .fetch_optional(&mut *tx)
             .await?;
     let has_customer = customer.flatten().is_some();
     if cp.billing().is_some() && has_customer {
-        outbox::enqueue(&mut tx, member.id, "account deleted").await?;
+        outbox::enqueue(&mut tx, TeamId::personal(member.id), "account deleted").await?;
     }
     members::tombstone(&mut tx, member.id).await?;
+    teams::store::close_personal(&mut tx, member.id).await?;
     sessions::revoke_all(&mut *tx, member.id).await?;
     tx.commit().await?;
     if let Some(billing) = cp.billing()

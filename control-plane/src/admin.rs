@@ -1,8 +1,8 @@
-//! Operator functions: which callback URL prefixes a member may point push handlers at. Each takes
+//! Operator functions: which callback URL prefixes a team may point push handlers at. Each takes
 //! an [`AuthOperator`], which only an operator's session yields (everyone else gets 404 from the
 //! routes, which do not reveal that they exist).
 //!
-//! Removing a prefix also stops push on every queue of the member whose handler URL no longer lies
+//! Removing a prefix also stops push on every queue of the team whose handler URL no longer lies
 //! under a remaining prefix: an authorisation withdrawn is withdrawn now, not at the next change.
 
 use crate::auth::AuthOperator;
@@ -21,13 +21,14 @@ use uuid::Uuid;
 #[derive(Clone, Debug, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct CallbackUrl {
     pub id: Uuid,
-    pub member_id: Uuid,
+    pub team_id: Uuid,
     pub prefix: String,
     #[serde(serialize_with = "timefmt::rfc3339")]
     pub created_at: DateTime<Utc>,
 }
 
-/// The member with this email, for an operator who knows the email but not the id.
+/// The member with this email, for an operator who knows the email but not the id (their
+/// personal team has the same id).
 pub async fn find_member(cp: &ControlPlane, _operator: &AuthOperator, email: &str) -> ApiResult<Member> {
     refuse_control("email", email)?;
     members::find_with_hash(cp.db(), email.trim())
@@ -36,78 +37,78 @@ pub async fn find_member(cp: &ControlPlane, _operator: &AuthOperator, email: &st
         .ok_or_else(|| ApiError::not_found("no member with this email"))
 }
 
-/// Removes every callback URL prefix of a member whose account is being deleted.
-pub(crate) async fn remove_callback_urls(tx: &mut sqlx::PgConnection, member: Uuid) -> ApiResult<()> {
-    sqlx::query("DELETE FROM callback_urls WHERE member_id = $1").bind(member).execute(&mut *tx).await?;
+/// Removes every callback URL prefix of a team whose account is being deleted.
+pub(crate) async fn remove_callback_urls(tx: &mut sqlx::PgConnection, team: Uuid) -> ApiResult<()> {
+    sqlx::query("DELETE FROM callback_urls WHERE team_id = $1").bind(team).execute(&mut *tx).await?;
     Ok(())
 }
 
 pub async fn list_callback_urls(
     cp: &ControlPlane,
     _operator: &AuthOperator,
-    member: &str,
+    team: &str,
 ) -> ApiResult<Vec<CallbackUrl>> {
-    let member = existing_member(cp, member).await?;
+    let team = existing_team(cp, team).await?;
     Ok(sqlx::query_as::<_, CallbackUrl>(
-        "SELECT id, member_id, prefix, created_at FROM callback_urls WHERE member_id = $1 ORDER BY created_at, prefix",
+        "SELECT id, team_id, prefix, created_at FROM callback_urls WHERE team_id = $1 ORDER BY created_at, prefix",
     )
-    .bind(member)
+    .bind(team)
     .fetch_all(cp.db())
     .await?)
 }
 
-/// Authorises `prefix` (an http or https URL, normalised) for the member; 409 when it already is.
+/// Authorises `prefix` (an http or https URL, normalised) for the team; 409 when it already is.
 pub async fn add_callback_url(
     cp: &ControlPlane,
     operator: &AuthOperator,
-    member: &str,
+    team: &str,
     prefix: &str,
 ) -> ApiResult<CallbackUrl> {
-    let member = existing_member(cp, member).await?;
+    let team = existing_team(cp, team).await?;
     let prefix = push_url::parse_prefix(prefix)?;
     let added = sqlx::query_as::<_, CallbackUrl>(
-        "INSERT INTO callback_urls (id, member_id, prefix) VALUES ($1, $2, $3)
-         RETURNING id, member_id, prefix, created_at",
+        "INSERT INTO callback_urls (id, team_id, prefix) VALUES ($1, $2, $3)
+         RETURNING id, team_id, prefix, created_at",
     )
     .bind(Uuid::new_v4())
-    .bind(member)
+    .bind(team)
     .bind(&prefix)
     .fetch_one(cp.db())
     .await?;
-    tracing::info!(operator = %operator.id().as_uuid(), %member, %prefix, "callback URL authorised");
+    tracing::info!(operator = %operator.id().as_uuid(), %team, %prefix, "callback URL authorised");
     Ok(added)
 }
 
-/// Withdraws a prefix, and stops push on the member's queues it no longer covers. Answers with the
+/// Withdraws a prefix, and stops push on the team's queues it no longer covers. Answers with the
 /// slugs of those queues.
 pub async fn remove_callback_url(
     cp: &ControlPlane,
     operator: &AuthOperator,
-    member: &str,
+    team: &str,
     id: &str,
 ) -> ApiResult<Vec<String>> {
-    let member = existing_member(cp, member).await?;
-    let not_found = || ApiError::not_found("no callback URL with this id for this member");
+    let team = existing_team(cp, team).await?;
+    let not_found = || ApiError::not_found("no callback URL with this id for this team");
     let id = Uuid::try_parse(id).map_err(|_| not_found())?;
     let prefix: String =
-        sqlx::query_scalar("DELETE FROM callback_urls WHERE id = $1 AND member_id = $2 RETURNING prefix")
+        sqlx::query_scalar("DELETE FROM callback_urls WHERE id = $1 AND team_id = $2 RETURNING prefix")
             .bind(id)
-            .bind(member)
+            .bind(team)
             .fetch_optional(cp.db())
             .await?
             .ok_or_else(not_found)?;
-    tracing::info!(operator = %operator.id().as_uuid(), %member, %prefix, "callback URL withdrawn");
-    stop_unauthorised(cp, member).await
+    tracing::info!(operator = %operator.id().as_uuid(), %team, %prefix, "callback URL withdrawn");
+    stop_unauthorised(cp, team).await
 }
 
-/// Stops push on each of the member's queues whose handler URL no remaining prefix covers.
-async fn stop_unauthorised(cp: &ControlPlane, member: Uuid) -> ApiResult<Vec<String>> {
-    let prefixes = push::prefixes_of(cp, member).await?;
+/// Stops push on each of the team's queues whose handler URL no remaining prefix covers.
+async fn stop_unauthorised(cp: &ControlPlane, team: Uuid) -> ApiResult<Vec<String>> {
+    let prefixes = push::prefixes_of(cp, team).await?;
     let targets: Vec<(Uuid, String, String)> = sqlx::query_as(
         "SELECT p.queue_id, q.slug, p.handler_url FROM push_targets p JOIN queues q ON q.id = p.queue_id
-         WHERE q.member_id = $1 AND q.deleted_at IS NULL",
+         WHERE q.team_id = $1 AND q.deleted_at IS NULL",
     )
-    .bind(member)
+    .bind(team)
     .fetch_all(cp.db())
     .await?;
     let mut stopped = Vec::new();
@@ -129,8 +130,12 @@ async fn stop_unauthorised(cp: &ControlPlane, member: Uuid) -> ApiResult<Vec<Str
     Ok(stopped)
 }
 
-async fn existing_member(cp: &ControlPlane, member: &str) -> ApiResult<Uuid> {
-    let not_found = || ApiError::not_found("no member with this id");
-    let id = Uuid::try_parse(member).map_err(|_| not_found())?;
-    members::find(cp.db(), id).await?.map(|m| m.id.as_uuid()).ok_or_else(not_found)
+async fn existing_team(cp: &ControlPlane, team: &str) -> ApiResult<Uuid> {
+    let not_found = || ApiError::not_found("no team with this id");
+    let id = Uuid::try_parse(team).map_err(|_| not_found())?;
+    let live: Option<Uuid> = sqlx::query_scalar("SELECT id FROM teams WHERE id = $1 AND deleted_at IS NULL")
+        .bind(id)
+        .fetch_optional(cp.db())
+        .await?;
+    live.ok_or_else(not_found)
 }

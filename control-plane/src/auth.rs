@@ -8,6 +8,7 @@ use crate::members::{self, Member, MemberId, Role};
 use crate::password;
 use crate::sessions::{self, Origin, Session};
 use crate::state::ControlPlane;
+use crate::teams;
 use crate::text::refuse_control;
 use aqs_core::{ApiError, ApiResult};
 use axum::extract::FromRequestParts;
@@ -55,7 +56,11 @@ pub async fn signup_from(cp: &ControlPlane, credentials: Credentials, origin: Or
     check_password(&credentials.password)?;
     let hash = password::hash(cp.hashing(), credentials.password).await?;
     let role = if cp.is_operator_email(&email) { Role::Operator } else { Role::Member };
-    let member = members::insert(cp.db(), &email, &hash, role).await?;
+    // The member and their personal team (same id, they its owner) commit together.
+    let mut tx = cp.db().begin().await?;
+    let member = members::insert(&mut tx, &email, &hash, role).await?;
+    teams::store::insert_personal(&mut tx, member.id).await?;
+    tx.commit().await?;
     tracing::info!(member = %member.id.as_uuid(), ?role, "member signed up");
     signed_in(cp, member, &origin).await
 }

@@ -1,11 +1,11 @@
-//! Root domains a member proves with a TXT record: `_aqs-challenge.<domain>` must hold the
+//! Root domains a team proves with a TXT record: `_aqs-challenge.<domain>` must hold the
 //! domain's `aqs-verify=<random>` value. A domain goes `pending` → `verified` on a check (the API's
 //! verify, and the reconciler's periodic re-checks); custom hosts can then be added under it.
 //! Several members may add a root domain, each with their own value, but it is verified for one
 //! at a time, and only while its record stays: the checks themselves live in `domain_proof`.
 
-use crate::members::MemberId;
 use crate::state::ControlPlane;
+use crate::teams::{Caller, TeamId};
 use crate::{domain_proof, timefmt};
 use aqs_core::{ApiError, ApiResult, hostname};
 use chrono::{DateTime, Utc};
@@ -21,7 +21,7 @@ pub struct Domain {
     pub name: String,
     /// `pending` or `verified`.
     pub status: String,
-    /// Why the last check did not verify it (the record is missing or wrong, another member holds
+    /// Why the last check did not verify it (the record is missing or wrong, another team holds
     /// the domain, the proof was lost).
     pub reason: Option<String>,
     /// The record to create.
@@ -88,7 +88,7 @@ pub(crate) fn not_found() -> ApiError {
 }
 
 /// The service's own edge hostname, its parent domains and the names under it are nobody's to
-/// prove: a member who verified one could put hosts beside (or on) the service's own names.
+/// prove: a team who verified one could put hosts beside (or on) the service's own names.
 fn refuse_edge(edge: &str, name: &str) -> ApiResult<()> {
     let related = edge == name || edge.ends_with(&format!(".{name}")) || name.ends_with(&format!(".{edge}"));
     if !edge.is_empty() && related {
@@ -97,17 +97,18 @@ fn refuse_edge(edge: &str, name: &str) -> ApiResult<()> {
     Ok(())
 }
 
-pub async fn create(cp: &ControlPlane, member: MemberId, input: NewDomain) -> ApiResult<Domain> {
+pub async fn create(cp: &ControlPlane, caller: &Caller, input: NewDomain) -> ApiResult<Domain> {
+    let team = caller.team;
     let name = hostname::normalize(&input.name)
         .ok_or_else(|| ApiError::field("name", "must be a domain name of two or more labels, such as example.com"))?;
     refuse_edge(&cp.hosts().policy.edge_hostname, &name)?;
     const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let token: String = (0..32).map(|_| CHARS[rand::random_range(0..CHARS.len())] as char).collect();
     let row = sqlx::query_as::<_, DomainRow>(&format!(
-        "INSERT INTO domains (id, member_id, name, verification_value) VALUES ($1, $2, $3, $4) RETURNING {COLUMNS}"
+        "INSERT INTO domains (id, team_id, name, verification_value) VALUES ($1, $2, $3, $4) RETURNING {COLUMNS}"
     ))
     .bind(Uuid::new_v4())
-    .bind(member.as_uuid())
+    .bind(team.as_uuid())
     .bind(&name)
     .bind(format!("aqs-verify={token}"))
     .fetch_one(cp.db())
@@ -115,22 +116,22 @@ pub async fn create(cp: &ControlPlane, member: MemberId, input: NewDomain) -> Ap
     Ok(row.into_domain())
 }
 
-pub async fn list(cp: &ControlPlane, member: MemberId) -> ApiResult<Vec<Domain>> {
+pub async fn list(cp: &ControlPlane, team: TeamId) -> ApiResult<Vec<Domain>> {
     let rows =
-        sqlx::query_as::<_, DomainRow>(&format!("SELECT {COLUMNS} FROM domains WHERE member_id = $1 ORDER BY name"))
-            .bind(member.as_uuid())
+        sqlx::query_as::<_, DomainRow>(&format!("SELECT {COLUMNS} FROM domains WHERE team_id = $1 ORDER BY name"))
+            .bind(team.as_uuid())
             .fetch_all(cp.db())
             .await?;
     Ok(rows.into_iter().map(DomainRow::into_domain).collect())
 }
 
-pub async fn get(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<Domain> {
-    find(cp.db(), member, id).await.map(DomainRow::into_domain)
+pub async fn get(cp: &ControlPlane, team: TeamId, id: Uuid) -> ApiResult<Domain> {
+    find(cp.db(), team, id).await.map(DomainRow::into_domain)
 }
 
-async fn find(db: &PgPool, member: MemberId, id: Uuid) -> ApiResult<DomainRow> {
-    sqlx::query_as::<_, DomainRow>(&format!("SELECT {COLUMNS} FROM domains WHERE member_id = $1 AND id = $2"))
-        .bind(member.as_uuid())
+async fn find(db: &PgPool, team: TeamId, id: Uuid) -> ApiResult<DomainRow> {
+    sqlx::query_as::<_, DomainRow>(&format!("SELECT {COLUMNS} FROM domains WHERE team_id = $1 AND id = $2"))
+        .bind(team.as_uuid())
         .bind(id)
         .fetch_optional(db)
         .await?
@@ -138,8 +139,9 @@ async fn find(db: &PgPool, member: MemberId, id: Uuid) -> ApiResult<DomainRow> {
 }
 
 /// Removes a domain no host uses (409 while one does).
-pub async fn delete(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<()> {
-    let domain = find(cp.db(), member, id).await?;
+pub async fn delete(cp: &ControlPlane, caller: &Caller, id: Uuid) -> ApiResult<()> {
+    let team = caller.team;
+    let domain = find(cp.db(), team, id).await?;
     let in_use: i64 = sqlx::query_scalar("SELECT count(*) FROM hosts WHERE domain_id = $1")
         .bind(domain.id)
         .fetch_one(cp.db())
@@ -162,9 +164,10 @@ pub async fn delete(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<
 }
 
 /// Checks the TXT record now: 200 with `verified`, or `pending` with the reason; `409 conflict`
-/// while another member holds the domain verified (their record is still in place).
-pub async fn verify(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<Domain> {
-    let domain = find(cp.db(), member, id).await?;
+/// while another team holds the domain verified (their record is still in place).
+pub async fn verify(cp: &ControlPlane, caller: &Caller, id: Uuid) -> ApiResult<Domain> {
+    let team = caller.team;
+    let domain = find(cp.db(), team, id).await?;
     let (row, proof) = domain_proof::check(cp, domain).await?;
     match proof {
         domain_proof::Proof::HeldByAnother => Err(ApiError::Conflict(row.reason.unwrap_or_default())),
@@ -172,11 +175,11 @@ pub async fn verify(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<
     }
 }
 
-/// The member's verified domain that `host` sits strictly under (the longest, if several).
-pub(crate) async fn verified_parent(db: &PgPool, member: MemberId, host: &str) -> ApiResult<Option<Uuid>> {
+/// The team's verified domain that `host` sits strictly under (the longest, if several).
+pub(crate) async fn verified_parent(db: &PgPool, team: TeamId, host: &str) -> ApiResult<Option<Uuid>> {
     let rows: Vec<(Uuid, String)> =
-        sqlx::query_as("SELECT id, name FROM domains WHERE member_id = $1 AND status = 'verified'")
-            .bind(member.as_uuid())
+        sqlx::query_as("SELECT id, name FROM domains WHERE team_id = $1 AND status = 'verified'")
+            .bind(team.as_uuid())
             .fetch_all(db)
             .await?;
     Ok(rows

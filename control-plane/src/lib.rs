@@ -23,6 +23,7 @@
 
 pub mod account;
 pub mod admin;
+pub mod audit;
 pub mod auth;
 pub mod billing;
 pub use aqs_core::client_addr;
@@ -31,6 +32,7 @@ mod domain_proof;
 pub mod domains;
 pub mod hash_pool;
 pub mod hosts;
+pub mod keys;
 pub mod login_throttle;
 pub mod members;
 mod password;
@@ -44,6 +46,7 @@ mod resync;
 mod routes;
 mod session;
 pub mod sessions;
+pub mod teams;
 /// Queue slugs live in core (the data plane parses them too); kept at this path for the console.
 pub use aqs_core::slug;
 mod state;
@@ -58,6 +61,7 @@ pub use queues::{NewQueue, Queue, QueueChanges};
 pub use routes::{document as openapi_document, router, served_paths};
 pub use sessions::Session;
 pub use state::ControlPlane;
+pub use teams::{Caller, TeamId, TeamRole};
 pub use tokens::{CreatedToken, NewToken, Token};
 
 /// Starts the control plane's background loops (the billing outbox) until `cancel`.

@@ -19,11 +19,6 @@ impl MemberId {
     pub fn as_uuid(self) -> Uuid {
         self.0
     }
-
-    /// An id read back from one of our own tables (billing finds a member by Stripe customer).
-    pub(crate) fn from_stored(id: Uuid) -> Self {
-        Self(id)
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -71,7 +66,12 @@ impl From<MemberRow> for Member {
 }
 
 /// Inserts a member; a taken email (in any letter case) is a 409 (`From<sqlx::Error> for ApiError`).
-pub(crate) async fn insert(db: &PgPool, email: &str, password_hash: &str, role: Role) -> ApiResult<Member> {
+pub(crate) async fn insert(
+    db: &mut sqlx::PgConnection,
+    email: &str,
+    password_hash: &str,
+    role: Role,
+) -> ApiResult<Member> {
     Ok(sqlx::query_as::<_, MemberRow>(
         "INSERT INTO members (id, email, password_hash, role) VALUES ($1, $2, $3, $4)
          RETURNING id, email, role, created_at",

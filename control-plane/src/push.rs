@@ -1,4 +1,4 @@
-//! Push targets: a member points a queue at an HTTP handler (`PUT /api/v1/queues/{slug}/push`),
+//! Push targets: a team points a queue at an HTTP handler (`PUT /api/v1/queues/{slug}/push`),
 //! reads it, stops it, rotates its signing secret, and reads the last deliveries. The data plane's
 //! dispatchers do the delivering, from the projection written here (`NS:{q:ID}:push`).
 //!
@@ -10,12 +10,12 @@
 //! - Push and pull exclude each other: consume on a pushed queue is 409 `push_enabled` (data
 //!   plane), and turning push on while pull consumers hold live leases is 409 `conflict`.
 
-use crate::members::MemberId;
 use crate::projection::{self, ProjectedPush};
 use crate::push_url;
 use crate::queues;
 use crate::slug::Slug;
 use crate::state::ControlPlane;
+use crate::teams::{Caller, TeamId};
 use crate::timefmt;
 use aqs_core::ids::QueueId;
 use aqs_core::projection::{PushMode, PushRecord};
@@ -32,7 +32,7 @@ use uuid::Uuid;
 #[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PushInput {
-    /// Under a prefix an operator authorised for the member (`GET /api/v1/push/callback-urls`).
+    /// Under a prefix an operator authorised for the team (`GET /api/v1/push/callback-urls`).
     #[schema(format = Uri)]
     pub handler_url: String,
     /// `message` (default) or `batch`.
@@ -223,23 +223,24 @@ fn in_range(field: &str, value: u32, min: u32, max: u32) -> ApiResult<u32> {
     Ok(value)
 }
 
-/// The callback URL prefixes authorised for `member` (normalised, oldest first).
-pub async fn callback_urls(cp: &ControlPlane, member: MemberId) -> ApiResult<Vec<String>> {
-    prefixes_of(cp, member.as_uuid()).await
+/// The callback URL prefixes authorised for `team` (normalised, oldest first).
+pub async fn callback_urls(cp: &ControlPlane, team: TeamId) -> ApiResult<Vec<String>> {
+    prefixes_of(cp, team.as_uuid()).await
 }
 
-pub(crate) async fn prefixes_of(cp: &ControlPlane, member: Uuid) -> ApiResult<Vec<String>> {
-    Ok(sqlx::query_scalar("SELECT prefix FROM callback_urls WHERE member_id = $1 ORDER BY created_at, prefix")
-        .bind(member)
+pub(crate) async fn prefixes_of(cp: &ControlPlane, team: Uuid) -> ApiResult<Vec<String>> {
+    Ok(sqlx::query_scalar("SELECT prefix FROM callback_urls WHERE team_id = $1 ORDER BY created_at, prefix")
+        .bind(team)
         .fetch_all(cp.db())
         .await?)
 }
 
 /// Sets (creates or replaces) the queue's push target.
-pub async fn set(cp: &ControlPlane, member: MemberId, slug: &Slug, input: PushInput) -> ApiResult<PushSet> {
-    let queue = queues::get(cp, member, slug).await?;
+pub async fn set(cp: &ControlPlane, caller: &Caller, slug: &Slug, input: PushInput) -> ApiResult<PushSet> {
+    let team = caller.team;
+    let queue = queues::get(cp, team, slug).await?;
     let checked = check(input, queue.visibility_timeout_seconds)?;
-    push_url::check_authorised(&checked.url, &callback_urls(cp, member).await?)?;
+    push_url::check_authorised(&checked.url, &callback_urls(cp, team).await?)?;
     push_url::check_address(&checked.url, cp.push_allow_private_networks()).await?;
     if find(cp, queue.id).await?.is_none() {
         refuse_if_pulled(cp, queue.id).await?;
@@ -296,14 +297,15 @@ async fn refuse_if_pulled(cp: &ControlPlane, queue: QueueId) -> ApiResult<()> {
     Ok(())
 }
 
-pub async fn get(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<PushTarget> {
-    let queue = queues::get(cp, member, slug).await?;
+pub async fn get(cp: &ControlPlane, team: TeamId, slug: &Slug) -> ApiResult<PushTarget> {
+    let queue = queues::get(cp, team, slug).await?;
     find(cp, queue.id).await?.map(|row| row.target()).ok_or_else(not_set)
 }
 
 /// Stops push: the target and its secrets are forgotten; the delivery log stays.
-pub async fn stop(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<()> {
-    let queue = queues::get(cp, member, slug).await?;
+pub async fn stop(cp: &ControlPlane, caller: &Caller, slug: &Slug) -> ApiResult<()> {
+    let team = caller.team;
+    let queue = queues::get(cp, team, slug).await?;
     if !remove_target(cp, queue.id).await? {
         return Err(not_set());
     }
@@ -330,8 +332,9 @@ pub(crate) async fn remove_target(cp: &ControlPlane, queue: QueueId) -> ApiResul
 
 /// A new signing secret, shown once; the replaced one keeps signing for 24 h (only the latest
 /// replaced secret: rotating twice within a day retires the first at once).
-pub async fn rotate_secret(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<PushSet> {
-    let queue = queues::get(cp, member, slug).await?;
+pub async fn rotate_secret(cp: &ControlPlane, caller: &Caller, slug: &Slug) -> ApiResult<PushSet> {
+    let team = caller.team;
+    let queue = queues::get(cp, team, slug).await?;
     let secret = limits::generate_secret();
     let mut tx = cp.db().begin().await?;
     let revision = bump_revision(&mut tx, queue.id).await?;
@@ -353,8 +356,8 @@ pub async fn rotate_secret(cp: &ControlPlane, member: MemberId, slug: &Slug) -> 
 }
 
 /// The last deliveries (at most 20), newest first. Readable after push stopped too.
-pub async fn deliveries(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<Vec<PushDelivery>> {
-    let queue = queues::get(cp, member, slug).await?;
+pub async fn deliveries(cp: &ControlPlane, team: TeamId, slug: &Slug) -> ApiResult<Vec<PushDelivery>> {
+    let queue = queues::get(cp, team, slug).await?;
     let lines = cp.engine().push_log(queue.id, limits::LOG_LEN).await?;
     Ok(lines
         .iter()

@@ -1,18 +1,17 @@
-//! Queues: create, list, read, change, pause, resume and delete a member's queues. Every function
-//! takes the authenticated member first and only ever sees that member's queues: another member's
+//! Queues: create, list, read, change, pause, resume and delete a team's queues. Every function
+//! takes the authenticated team first and only ever sees that team's queues: another team's
 //! queue is "not found", never "forbidden", so its existence is not revealed.
 
 use crate::billing::add_ons::{self, SizeChange};
 use crate::billing::outbox;
-use crate::members::MemberId;
 use crate::projection;
 pub use crate::queue_settings::{NewQueue, QueueChanges};
 use crate::slug::{self, Slug};
 use crate::state::ControlPlane;
+use crate::teams::{Caller, TeamId};
 use crate::timefmt;
 use crate::tokens::{self, CreatedToken};
 use aqs_core::ids::QueueId;
-use aqs_core::limits::QUEUES_PER_MEMBER;
 use aqs_core::projection::QueueMeta;
 use aqs_core::token::Scope;
 use aqs_core::{ApiError, ApiResult};
@@ -69,7 +68,8 @@ impl Queue {
 }
 
 /// Creates a queue and its first token (every scope); the token's secret is in the answer only.
-pub async fn create(cp: &ControlPlane, member: MemberId, input: NewQueue) -> ApiResult<(Queue, CreatedToken)> {
+pub async fn create(cp: &ControlPlane, caller: &Caller, input: NewQueue) -> ApiResult<(Queue, CreatedToken)> {
+    let team = caller.team;
     let settings = input.check()?;
     if cp.billing().is_some() && settings.payload_size > aqs_core::limits::MIB {
         // A paid size is bought on an existing queue (PATCH), where payment is checked.
@@ -82,23 +82,23 @@ pub async fn create(cp: &ControlPlane, member: MemberId, input: NewQueue) -> Api
         ApiError::field("name", "include at least one letter a-z or digit; the queue's address is made from them")
     })?;
     let mut tx = cp.db().begin().await?;
-    // Locking the member's row serialises their creates, so two concurrent requests cannot both
-    // count nine queues and make eleven, and a create cannot slip past an account's deletion.
-    sqlx::query("SELECT 1 FROM members WHERE id = $1 AND deleted_at IS NULL FOR UPDATE")
-        .bind(member.as_uuid())
+    // Locking the team's row serialises its creates, so two concurrent requests cannot both
+    // count nine queues and make eleven, and a create cannot slip past the team's deletion.
+    let max: i32 = sqlx::query_scalar("SELECT max_queues FROM teams WHERE id = $1 AND deleted_at IS NULL FOR UPDATE")
+        .bind(team.as_uuid())
         .fetch_optional(&mut *tx)
         .await?
-        .ok_or_else(|| ApiError::Unauthorized("this member no longer exists".into()))?;
-    let live: i64 = sqlx::query_scalar("SELECT count(*) FROM queues WHERE member_id = $1 AND deleted_at IS NULL")
-        .bind(member.as_uuid())
+        .ok_or_else(|| ApiError::Unauthorized("this team no longer exists".into()))?;
+    let live: i64 = sqlx::query_scalar("SELECT count(*) FROM queues WHERE team_id = $1 AND deleted_at IS NULL")
+        .bind(team.as_uuid())
         .fetch_one(&mut *tx)
         .await?;
-    if live >= QUEUES_PER_MEMBER {
+    if live >= i64::from(max) {
         return Err(ApiError::QueueLimitReached(format!(
-            "a member may have at most {QUEUES_PER_MEMBER} queues; delete one to create another"
+            "this team may have at most {max} queues; delete one to create another, or ask us to raise the limit"
         )));
     }
-    let queue = store::insert_with_free_slug(&mut tx, member, &settings, &base)
+    let queue = store::insert_with_free_slug(&mut tx, team, &settings, &base)
         .await?
         .ok_or_else(|| ApiError::Conflict("could not find a free address for this name; choose another name".into()))?
         .into_queue(cp.public_url());
@@ -116,7 +116,7 @@ pub async fn create(cp: &ControlPlane, member: MemberId, input: NewQueue) -> Api
     Ok((queue, token))
 }
 
-/// Whether a live queue, any member's, holds `slug`: a new queue whose name makes that slug is
+/// Whether a live queue, any team's, holds `slug`: a new queue whose name makes that slug is
 /// given it with a random suffix instead (slugs are unique, names are not). Only says what the
 /// suffixing itself would reveal.
 pub async fn slug_taken(cp: &ControlPlane, slug: &str) -> ApiResult<bool> {
@@ -126,18 +126,18 @@ pub async fn slug_taken(cp: &ControlPlane, slug: &str) -> ApiResult<bool> {
         .await?)
 }
 
-pub async fn list(cp: &ControlPlane, member: MemberId) -> ApiResult<Vec<Queue>> {
-    let rows = store::list(cp.db(), member).await?;
+pub async fn list(cp: &ControlPlane, team: TeamId) -> ApiResult<Vec<Queue>> {
+    let rows = store::list(cp.db(), team).await?;
     Ok(rows.into_iter().map(|row| row.into_queue(cp.public_url())).collect())
 }
 
-pub async fn get(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<Queue> {
-    find(cp.db(), member, slug).await.map(|row| row.into_queue(cp.public_url()))
+pub async fn get(cp: &ControlPlane, team: TeamId, slug: &Slug) -> ApiResult<Queue> {
+    find(cp.db(), team, slug).await.map(|row| row.into_queue(cp.public_url()))
 }
 
-/// The member's live queue with this slug, or 404.
-pub(crate) async fn find(db: &PgPool, member: MemberId, slug: &Slug) -> ApiResult<QueueRow> {
-    store::find(db, member, slug).await?.ok_or_else(not_found)
+/// The team's live queue with this slug, or 404.
+pub(crate) async fn find(db: &PgPool, team: TeamId, slug: &Slug) -> ApiResult<QueueRow> {
+    store::find(db, team, slug).await?.ok_or_else(not_found)
 }
 
 pub(crate) fn not_found() -> ApiError {
@@ -150,15 +150,16 @@ pub(crate) fn not_found() -> ApiError {
 /// A larger payload size is a paid add-on (`billing::add_ons`): with billing on, the queue takes
 /// it once Stripe has the item, which is tried before this returns; if Stripe cannot be reached
 /// the answer still shows the old size and the billing outbox applies the new one later.
-pub async fn update(cp: &ControlPlane, member: MemberId, slug: &Slug, changes: QueueChanges) -> ApiResult<Queue> {
+pub async fn update(cp: &ControlPlane, caller: &Caller, slug: &Slug, changes: QueueChanges) -> ApiResult<Queue> {
+    let team = caller.team;
     let mut changes = changes.check()?;
     // Billing decides (asking the data plane and Stripe) before the transaction opens; its rows
     // and the queue's size are then written in one transaction, so neither changes alone.
     let mut size_change = None;
     if let Some(requested) = changes.payload_size {
-        let current = find(cp.db(), member, slug).await?;
+        let current = find(cp.db(), team, slug).await?;
         let current = current.into_queue(cp.public_url());
-        let change = add_ons::prepare(cp, member, current.id, current.payload_size, requested).await?;
+        let change = add_ons::prepare(cp, team, current.id, current.payload_size, requested).await?;
         changes.payload_size = change.size_now();
         size_change = Some(change);
     }
@@ -166,7 +167,7 @@ pub async fn update(cp: &ControlPlane, member: MemberId, slug: &Slug, changes: Q
     if let Some(change) = &size_change {
         change.record(&mut tx).await?;
     }
-    let row = store::update(&mut tx, member, slug, changes).await?.ok_or_else(not_found)?;
+    let row = store::update(&mut tx, team, slug, changes).await?.ok_or_else(not_found)?;
     tx.commit().await?;
     if let Some(change) = &size_change {
         change.committed(cp);
@@ -176,23 +177,25 @@ pub async fn update(cp: &ControlPlane, member: MemberId, slug: &Slug, changes: Q
         return Ok(queue);
     }
     // A failure is logged and the outbox retries; the answer then shows the size still unpaid.
-    if outbox::sync_now(cp, member).await.is_err() {
+    if outbox::sync_now(cp, team).await.is_err() {
         return Ok(queue);
     }
-    get(cp, member, slug).await
+    get(cp, team, slug).await
 }
 
 /// Pausing stops publishes and deliveries; the data plane reads `paused` from the meta hash.
-pub async fn pause(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<Queue> {
-    set_paused(cp, member, slug, true).await
+pub async fn pause(cp: &ControlPlane, caller: &Caller, slug: &Slug) -> ApiResult<Queue> {
+    let team = caller.team;
+    set_paused(cp, team, slug, true).await
 }
 
-pub async fn resume(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<Queue> {
-    set_paused(cp, member, slug, false).await
+pub async fn resume(cp: &ControlPlane, caller: &Caller, slug: &Slug) -> ApiResult<Queue> {
+    let team = caller.team;
+    set_paused(cp, team, slug, false).await
 }
 
-async fn set_paused(cp: &ControlPlane, member: MemberId, slug: &Slug, paused: bool) -> ApiResult<Queue> {
-    let row = store::set_paused(&mut *cp.db().acquire().await?, member, slug, paused).await?.ok_or_else(not_found)?;
+async fn set_paused(cp: &ControlPlane, team: TeamId, slug: &Slug, paused: bool) -> ApiResult<Queue> {
+    let row = store::set_paused(&mut *cp.db().acquire().await?, team, slug, paused).await?.ok_or_else(not_found)?;
     project_update(cp, row.into_queue(cp.public_url())).await
 }
 
@@ -204,13 +207,14 @@ async fn project_update(cp: &ControlPlane, queue: Queue) -> ApiResult<Queue> {
 
 /// Soft-deletes the queue (its row stays, its slug is freed), revokes its tokens, and removes it
 /// and all its messages from Redis.
-pub async fn delete(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<()> {
+pub async fn delete(cp: &ControlPlane, caller: &Caller, slug: &Slug) -> ApiResult<()> {
+    let team = caller.team;
     let mut tx = cp.db().begin().await?;
-    let (id, slug) = store::soft_delete(&mut tx, member, slug).await?.ok_or_else(not_found)?;
+    let (id, slug) = store::soft_delete(&mut tx, team, slug).await?.ok_or_else(not_found)?;
     let hashes = tokens::revoke_all(&mut tx, id).await?;
     let hostnames = crate::hosts::store::delete_for_queue(&mut tx, id).await?;
     // Stripe is never asked here: the outbox stops the add-on, so an outage cannot block this.
-    add_ons::queue_deleted(&mut tx, cp, member, id).await?;
+    add_ons::queue_deleted(&mut tx, cp, team, id).await?;
     tx.commit().await?;
     tracing::info!(queue = %QueueId(id), %slug, "queue deleted");
     if let Some(billing) = cp.billing() {

@@ -1,14 +1,14 @@
 //! Queue tokens: mint (the secret is returned once and only its SHA-256 is stored), list (never a
-//! secret) and revoke. Like every tenant function, each takes the authenticated member first, and
-//! a token of another member's queue is "not found".
+//! secret) and revoke. Like every tenant function, each takes the authenticated team first, and
+//! a token of another team's queue is "not found".
 //!
-//! Listings show revoked tokens too, with `revoked_at` set, so a member can see what was cut off.
+//! Listings show revoked tokens too, with `revoked_at` set, so a team can see what was cut off.
 
-use crate::members::MemberId;
 use crate::projection::{self, ProjectedToken};
 use crate::queues;
 use crate::slug::Slug;
 use crate::state::ControlPlane;
+use crate::teams::{Caller, TeamId};
 use crate::text::refuse_control;
 use crate::timefmt;
 use aqs_core::ids::QueueId;
@@ -101,16 +101,17 @@ impl From<TokenRow> for Token {
     }
 }
 
-/// Mints a token for the member's queue `slug`.
-pub async fn mint(cp: &ControlPlane, member: MemberId, slug: &Slug, input: NewToken) -> ApiResult<CreatedToken> {
+/// Mints a token for the team's queue `slug`.
+pub async fn mint(cp: &ControlPlane, caller: &Caller, slug: &Slug, input: NewToken) -> ApiResult<CreatedToken> {
+    let team = caller.team;
     let name = check_name(&input.name)?;
     let scopes = check_scopes(&input.scopes)?;
     let mut tx = cp.db().begin().await?;
     // FOR SHARE holds off a concurrent delete of the queue until this token is committed, so the
     // delete then sees (and revokes) it; a queue deleted first is not found here.
     let queue: Uuid =
-        sqlx::query_scalar("SELECT id FROM queues WHERE member_id = $1 AND slug = $2 AND deleted_at IS NULL FOR SHARE")
-            .bind(member.as_uuid())
+        sqlx::query_scalar("SELECT id FROM queues WHERE team_id = $1 AND slug = $2 AND deleted_at IS NULL FOR SHARE")
+            .bind(team.as_uuid())
             .bind(slug.as_str())
             .fetch_optional(&mut *tx)
             .await?
@@ -150,8 +151,8 @@ pub(crate) async fn insert(
 
 /// The queue's tokens, oldest first, revoked ones included, with the last use the data plane
 /// recorded.
-pub async fn list(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<Vec<Token>> {
-    let queue = queues::find(cp.db(), member, slug).await?.into_queue(cp.public_url());
+pub async fn list(cp: &ControlPlane, team: TeamId, slug: &Slug) -> ApiResult<Vec<Token>> {
+    let queue = queues::find(cp.db(), team, slug).await?.into_queue(cp.public_url());
     let rows = sqlx::query_as::<_, TokenRow>(&format!(
         "SELECT {COLUMNS} FROM tokens WHERE queue_id = $1 ORDER BY created_at, id"
     ))
@@ -183,17 +184,18 @@ async fn last_used(cp: &ControlPlane, queue: QueueId) -> HashMap<Uuid, DateTime<
     }
 }
 
-/// Revokes a token of the member's queue; revoking a revoked token again is a no-op success.
-pub async fn revoke(cp: &ControlPlane, member: MemberId, slug: &Slug, token_id: &str) -> ApiResult<()> {
+/// Revokes a token of the team's queue; revoking a revoked token again is a no-op success.
+pub async fn revoke(cp: &ControlPlane, caller: &Caller, slug: &Slug, token_id: &str) -> ApiResult<()> {
+    let team = caller.team;
     let not_found = || ApiError::not_found("no token with this id on this queue");
     let id = Uuid::try_parse(token_id).map_err(|_| not_found())?;
     let hash: String = sqlx::query_scalar(
         "UPDATE tokens t SET revoked_at = COALESCE(t.revoked_at, now())
          FROM queues q
-         WHERE q.member_id = $1 AND q.slug = $2 AND q.deleted_at IS NULL AND t.queue_id = q.id AND t.id = $3
+         WHERE q.team_id = $1 AND q.slug = $2 AND q.deleted_at IS NULL AND t.queue_id = q.id AND t.id = $3
          RETURNING t.secret_hash",
     )
-    .bind(member.as_uuid())
+    .bind(team.as_uuid())
     .bind(slug.as_str())
     .bind(id)
     .fetch_optional(cp.db())

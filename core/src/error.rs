@@ -60,6 +60,10 @@ pub enum ApiError {
     StorageLimitReached(String),
     #[error("{0}")]
     QueueLimitReached(String),
+    /// An operator suspended the team: its tokens and management keys are refused, its members
+    /// may only read.
+    #[error("{0}")]
+    TeamSuspended(String),
     /// A token spent its budget of `limit` requests per `window_secs`: answered with `Retry-After`
     /// and the IETF draft's `RateLimit-*` headers.
     #[error("{message}")]
@@ -131,7 +135,7 @@ impl ApiError {
             Self::InvalidRequest(_) | Self::InvalidField { .. } | Self::ReceiptInvalid(_) => StatusCode::BAD_REQUEST,
             Self::InBatch { source, .. } => source.status(),
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            Self::Forbidden(_) | Self::QueueLimitReached(_) => StatusCode::FORBIDDEN,
+            Self::Forbidden(_) | Self::QueueLimitReached(_) | Self::TeamSuspended(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Self::MisdirectedRequest(_) => StatusCode::MISDIRECTED_REQUEST,
@@ -171,6 +175,7 @@ impl ApiError {
             Self::PushEnabled(_) => "push_enabled",
             Self::StorageLimitReached(_) => "storage_limit_reached",
             Self::QueueLimitReached(_) => "queue_limit_reached",
+            Self::TeamSuspended(_) => "team_suspended",
             Self::RateLimited { .. } => "rate_limited",
             Self::ServiceUnavailable { .. } => "service_unavailable",
             Self::ReplicationTimeout(_) => "replication_timeout",

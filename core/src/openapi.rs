@@ -21,7 +21,7 @@ pub const ERRORS: &[(u16, &[&str])] = &[
     (400, &["invalid_request", "receipt_invalid"]),
     (401, &["unauthorized"]),
     (402, &["payment_required"]),
-    (403, &["forbidden", "queue_limit_reached"]),
+    (403, &["forbidden", "queue_limit_reached", "team_suspended"]),
     (404, &["not_found"]),
     (
         409,
@@ -222,6 +222,7 @@ mod tests {
             ApiError::PushEnabled(m()),
             ApiError::StorageLimitReached(m()),
             ApiError::QueueLimitReached(m()),
+            ApiError::TeamSuspended(m()),
             ApiError::RateLimited { message: m(), retry_after_secs: 1, limit: 1, window_secs: 1 },
             ApiError::ServiceUnavailable { message: m(), retry_after_secs: 1, cause: None },
             ApiError::ReplicationTimeout(m()),

@@ -6,6 +6,8 @@ use sha2::{Digest, Sha256};
 use std::fmt;
 
 pub const PREFIX: &str = "acq_";
+/// Management keys (`docs/teams.md`) have the same shape with this prefix.
+pub const KEY_PREFIX: &str = "acm_";
 const BODY_LEN: usize = 32;
 const CHECK_LEN: usize = 6;
 pub const TOKEN_LEN: usize = PREFIX.len() + BODY_LEN + CHECK_LEN;
@@ -50,14 +52,24 @@ pub struct TokenSecret(String);
 
 impl TokenSecret {
     pub fn generate() -> Self {
+        Self::generate_with(PREFIX)
+    }
+
+    /// A new secret with another prefix of the same length ([`KEY_PREFIX`]).
+    pub fn generate_with(prefix: &str) -> Self {
         let body: String = (0..BODY_LEN).map(|_| BASE62[rand::random_range(0..62usize)] as char).collect();
         let check = checksum(&body);
-        Self(format!("{PREFIX}{body}{check}"))
+        Self(format!("{prefix}{body}{check}"))
     }
 
     /// Accepts only well-formed tokens with a valid checksum: a typo fails before any lookup.
     pub fn parse(text: &str) -> Option<Self> {
-        let rest = text.strip_prefix(PREFIX)?;
+        Self::parse_with(PREFIX, text)
+    }
+
+    /// [`TokenSecret::parse`] for secrets made by [`TokenSecret::generate_with`] `prefix`.
+    pub fn parse_with(prefix: &str, text: &str) -> Option<Self> {
+        let rest = text.strip_prefix(prefix)?;
         if rest.len() != BODY_LEN + CHECK_LEN || !rest.bytes().all(|b| b.is_ascii_alphanumeric()) {
             return None;
         }

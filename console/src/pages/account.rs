@@ -154,7 +154,7 @@ pub(crate) async fn delete(State(state): State<ConsoleState>, member: CurrentMem
     let act = async {
         let confirm = AccountDeletion { confirm_email: typed.clone() };
         let found = auth::verify_session(state.control(), &member.session).await?;
-        match account::delete(state.control(), &found, confirm).await {
+        match account::delete(state.control(), &found, confirm, member.caller.origin.clone()).await {
             Ok(()) => {
                 let message =
                     "Your account was deleted, with its queues, their messages and tokens, hosts and domains.";

@@ -111,7 +111,7 @@ pub(crate) async fn show(
     member: CurrentMember,
     Query(back): Query<Back>,
 ) -> PageResult<BillingPage> {
-    let mut page = page(&member, account::overview(state.control(), member.id).await?);
+    let mut page = page(&member, account::overview(state.control(), member.team).await?);
     page.setup_done = back.setup == "done";
     Ok(page)
 }
@@ -122,7 +122,7 @@ pub(crate) async fn setup(
     member: CurrentMember,
     form: FormData,
 ) -> PageResult<Response> {
-    let act = async { Ok(to_stripe(account::setup_url(state.control(), member.id).await)) };
+    let act = async { Ok(to_stripe(account::setup_url(state.control(), member.team).await)) };
     form::run(&state, &member, &form, act).await
 }
 
@@ -132,7 +132,7 @@ pub(crate) async fn portal(
     member: CurrentMember,
     form: FormData,
 ) -> PageResult<Response> {
-    let act = async { Ok(to_stripe(account::portal_url(state.control(), member.id).await)) };
+    let act = async { Ok(to_stripe(account::portal_url(state.control(), member.team).await)) };
     form::run(&state, &member, &form, act).await
 }
 
@@ -155,7 +155,7 @@ pub(crate) async fn budget(
     if let (Some(dollars), Some(alert_percent)) = (dollars, percent) {
         let input = BudgetInput { monthly_limit_cents: dollars.saturating_mul(100), alert_percent };
         let act = async {
-            match account::set_budget(state.control(), member.id, input).await {
+            match account::set_budget(state.control(), &member.caller, input).await {
                 Ok(_) => Ok(Outcome::flash(PATH, "Budget saved.")),
                 Err(err) => Ok(Outcome::invalid(
                     async {
@@ -182,7 +182,7 @@ async fn typed_page(
     form: &FormData,
     errors: FieldErrors,
 ) -> PageResult<BillingPage> {
-    let mut page = page(member, account::overview(state.control(), member.id).await?);
+    let mut page = page(member, account::overview(state.control(), member.team).await?);
     page.limit_dollars = form.get("monthly_limit_dollars").trim().to_owned();
     page.alert_percent = form.get("alert_percent").trim().to_owned();
     page.errors = errors;

@@ -33,7 +33,7 @@ pub(crate) async fn remove_host(
     member: CurrentMember,
     Path(id): Path<Uuid>,
 ) -> PageResult<ConfirmPage> {
-    let host = hosts::get(state.control(), member.id, id).await?;
+    let host = hosts::get(state.control(), member.team, id).await?;
     Ok(ConfirmPage {
         chrome: member.chrome(format!("Remove {}", host.hostname)),
         heading: format!("Remove the host {}?", host.hostname),
@@ -54,7 +54,7 @@ pub(crate) async fn remove_domain(
     member: CurrentMember,
     Path(id): Path<Uuid>,
 ) -> PageResult<ConfirmPage> {
-    let domain = domains::get(state.control(), member.id, id).await?;
+    let domain = domains::get(state.control(), member.team, id).await?;
     Ok(ConfirmPage {
         chrome: member.chrome(format!("Remove {}", domain.name)),
         heading: format!("Remove the domain {}?", domain.name),

@@ -64,7 +64,7 @@ pub(crate) async fn show(
     let now = now_ms();
     let stats = state.engine().stats(queue.id, now).await?;
     let tallies = state.engine().consumer_tallies(queue.id).await?;
-    let names: HashMap<uuid::Uuid, (String, bool)> = tokens::list(state.control(), member.id, &slug)
+    let names: HashMap<uuid::Uuid, (String, bool)> = tokens::list(state.control(), member.team, &slug)
         .await?
         .into_iter()
         .map(|t| (t.id, (t.name, t.revoked_at.is_some())))

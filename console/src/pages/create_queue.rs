@@ -86,7 +86,7 @@ struct CreatedPage {
 
 /// True when the member may create no more queues.
 async fn at_limit(state: &ConsoleState, member: &CurrentMember) -> PageResult<bool> {
-    Ok(queues::list(state.control(), member.id).await?.len() as i64 >= QUEUES_PER_MEMBER)
+    Ok(queues::list(state.control(), member.team).await?.len() as i64 >= QUEUES_PER_MEMBER)
 }
 
 pub(crate) async fn form(State(state): State<ConsoleState>, member: CurrentMember) -> PageResult {
@@ -149,7 +149,7 @@ async fn same_name(
     except: Option<&Slug>,
 ) -> PageResult<Vec<aqs_control_plane::Queue>> {
     let wanted = name.trim().to_lowercase();
-    let mut queues = queues::list(state.control(), member.id).await?;
+    let mut queues = queues::list(state.control(), member.team).await?;
     queues.retain(|q| q.name.trim().to_lowercase() == wanted && Some(&q.slug) != except);
     Ok(queues)
 }
@@ -196,7 +196,7 @@ pub(crate) async fn submit(State(state): State<ConsoleState>, member: CurrentMem
             storage_limit: None,
         };
         let act = async {
-            match queues::create(state.control(), member.id, input).await {
+            match queues::create(state.control(), &member.caller, input).await {
                 Ok((queue, token)) => {
                     let shown = once::stash_secret(&state, &member, token.secret.expose()).await?;
                     Ok(Outcome::see_other(format!("/queues/{}/created?shown={shown}", queue.slug)))

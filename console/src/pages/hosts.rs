@@ -74,9 +74,9 @@ async fn page(state: &ConsoleState, member: &CurrentMember, inputs: Inputs) -> P
     let control = state.control();
     Ok(HostsPage {
         chrome: member.chrome("Hosts"),
-        domains: domains::list(control, member.id).await?,
-        hosts: hosts::list(control, member.id).await?,
-        queues: queues::list(control, member.id).await?.into_iter().map(|q| q.slug.to_string()).collect(),
+        domains: domains::list(control, member.team).await?,
+        hosts: hosts::list(control, member.team).await?,
+        queues: queues::list(control, member.team).await?.into_iter().map(|q| q.slug.to_string()).collect(),
         domain_name: inputs.domain_name,
         hostname: inputs.hostname,
         queue: inputs.queue,
@@ -102,7 +102,7 @@ pub(crate) async fn show(State(state): State<ConsoleState>, member: CurrentMembe
 pub(crate) async fn add_domain(State(state): State<ConsoleState>, member: CurrentMember, form: FormData) -> PageResult {
     let name = form.get("name").trim().to_owned();
     let act = async {
-        match domains::create(state.control(), member.id, NewDomain { name: name.clone() }).await {
+        match domains::create(state.control(), &member.caller, NewDomain { name: name.clone() }).await {
             Ok(domain) => {
                 let message = format!(
                     "Added {}. Create the TXT record {} with the value {}, then choose Verify.",
@@ -133,7 +133,7 @@ pub(crate) async fn verify_domain(
 }
 
 async fn verify_domain_now(state: &ConsoleState, member: &CurrentMember, id: Uuid) -> PageResult<String> {
-    let domain = match domains::verify(state.control(), member.id, id).await {
+    let domain = match domains::verify(state.control(), &member.caller, id).await {
         Ok(domain) => domain,
         Err(aqs_core::ApiError::Conflict(reason)) => return Ok(format!("Not verified: {reason}.")),
         Err(err) => return Err(err.into()),
@@ -156,7 +156,7 @@ pub(crate) async fn remove_domain(
 }
 
 async fn remove_domain_now(state: &ConsoleState, member: &CurrentMember, id: Uuid) -> PageResult<String> {
-    match domains::delete(state.control(), member.id, id).await {
+    match domains::delete(state.control(), &member.caller, id).await {
         Ok(()) => Ok("Domain removed.".to_owned()),
         Err(aqs_core::ApiError::Conflict(reason)) => Ok(format!("Not removed: {reason}.")),
         Err(err) => Err(err.into()),
@@ -168,7 +168,7 @@ pub(crate) async fn add_host(State(state): State<ConsoleState>, member: CurrentM
     let queue = form.get("queue").trim().to_owned();
     let input = NewHost { hostname: hostname.clone(), queue: queue.clone() };
     let act = async {
-        match hosts::create(state.control(), member.id, input).await {
+        match hosts::create(state.control(), &member.caller, input).await {
             Ok(host) => {
                 let message = format!(
                     "Added {}. Create the DNS-only CNAME record {} → {}; the certificate follows on its own.",
@@ -200,7 +200,7 @@ pub(crate) async fn check_host(
 }
 
 async fn check_host_now(state: &ConsoleState, member: &CurrentMember, id: Uuid) -> PageResult<String> {
-    let host = hosts::check(state.control(), member.id, id).await?;
+    let host = hosts::check(state.control(), &member.caller, id).await?;
     Ok(format!("Checking {} now; its status below follows.", host.hostname))
 }
 
@@ -215,8 +215,8 @@ pub(crate) async fn remove_host(
 }
 
 async fn remove_host_now(state: &ConsoleState, member: &CurrentMember, id: Uuid) -> PageResult<String> {
-    let host = hosts::get(state.control(), member.id, id).await?;
-    hosts::delete(state.control(), member.id, id).await?;
+    let host = hosts::get(state.control(), member.team, id).await?;
+    hosts::delete(state.control(), &member.caller, id).await?;
     Ok(format!(
         "Removed {}: it no longer serves the queue. The queue {}, its messages and its tokens stay.",
         host.hostname, host.queue

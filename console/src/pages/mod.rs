@@ -36,7 +36,7 @@ use axum::http::StatusCode;
 
 /// The member's queue `slug`: another member's queue, or none, is the 404 page.
 pub(crate) async fn load_queue(state: &ConsoleState, member: &CurrentMember, slug: &Slug) -> PageResult<Queue> {
-    Ok(queues::get(state.control(), member.id, slug).await?)
+    Ok(queues::get(state.control(), member.team, slug).await?)
 }
 
 /// The status of a form shown again with errors.

@@ -120,7 +120,7 @@ pub(crate) async fn show(
         live,
         minutes,
         refresh_secs: REFRESH_SECS,
-        hosts: aqs_control_plane::hosts::list_for_queue(state.control(), member.id, &slug)
+        hosts: aqs_control_plane::hosts::list_for_queue(state.control(), member.team, &slug)
             .await?
             .into_iter()
             .map(|h| (h.hostname.clone(), super::hosts::status_text(&h), h.reason))

@@ -146,7 +146,7 @@ pub(crate) async fn target(
     member: &CurrentMember,
     slug: &Slug,
 ) -> PageResult<Option<PushTarget>> {
-    match push::get(state.control(), member.id, slug).await {
+    match push::get(state.control(), member.team, slug).await {
         Ok(target) => Ok(Some(target)),
         Err(ApiError::NotFound(_)) => Ok(None),
         Err(err) => Err(err.into()),
@@ -162,8 +162,8 @@ async fn push_page(
 ) -> PageResult<PushPage> {
     let control = state.control();
     let current = target(state, member, &queue.slug).await?;
-    let prefixes = push::callback_urls(control, member.id).await?;
-    let deliveries = push::deliveries(control, member.id, &queue.slug).await?;
+    let prefixes = push::callback_urls(control, member.team).await?;
+    let deliveries = push::deliveries(control, member.team, &queue.slug).await?;
     let nav = QueueNav::new(queue, Tab::Push);
     Ok(PushPage {
         chrome: member.chrome(nav.title(Tab::Push)),
@@ -225,7 +225,7 @@ pub(crate) async fn set(
             concurrency,
         };
         let act = async {
-            match push::set(state.control(), member.id, &slug, input).await {
+            match push::set(state.control(), &member.caller, &slug, input).await {
                 Ok(set) => match set.signing_secret {
                     Some(secret) => shown_secret(&state, &member, &slug, &secret, false).await,
                     None => {

@@ -161,13 +161,13 @@ pub(crate) async fn act(
         }
         match action {
             Action::Stop => {
-                push::stop(state.control(), member.id, &slug).await?;
+                push::stop(state.control(), &member.caller, &slug).await?;
                 let message = "Push stopped: the handler gets no more requests. Messages stay in the queue for \
                                consumers, and the signing secret is forgotten.";
                 Ok(Outcome::flash(format!("/queues/{slug}/push"), message))
             }
             Action::RotateSecret => {
-                let set = push::rotate_secret(state.control(), member.id, &slug).await?;
+                let set = push::rotate_secret(state.control(), &member.caller, &slug).await?;
                 let secret = set.signing_secret.ok_or_else(|| {
                     ConsoleError::Internal(anyhow::anyhow!("the control plane rotated without a new secret"))
                 })?;

@@ -40,7 +40,7 @@ pub(crate) struct QueueListPage {
 }
 
 pub(crate) async fn show(State(state): State<ConsoleState>, member: CurrentMember) -> PageResult<QueueListPage> {
-    let list = queues::list(state.control(), member.id).await?;
+    let list = queues::list(state.control(), member.team).await?;
     let now = now_ms();
     let mut rows = Vec::with_capacity(list.len());
     // At most ten queues per member: one stats script each, in turn, is cheap enough.

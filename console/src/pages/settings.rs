@@ -148,7 +148,7 @@ pub(crate) async fn update(
             storage_limit: storage_mib.map(|mib| mib * MIB),
         };
         let act = async {
-            let err = match queues::update(state.control(), member.id, &slug, changes).await {
+            let err = match queues::update(state.control(), &member.caller, &slug, changes).await {
                 Ok(saved) => {
                     let message = if payload.is_some_and(|size| size > saved.payload_size) {
                         "Settings saved. The add-on is waiting for Stripe: the larger size applies as soon as it is confirmed."
@@ -208,7 +208,7 @@ pub(crate) async fn pause(
 ) -> PageResult<Response> {
     load_queue(&state, &member, &slug).await?;
     let act = async {
-        queues::pause(state.control(), member.id, &slug).await?;
+        queues::pause(state.control(), &member.caller, &slug).await?;
         let message = "Queue paused: publishes and deliveries are refused until you resume it.";
         Ok(Outcome::flash(format!("/queues/{slug}/settings"), message))
     };
@@ -223,7 +223,7 @@ pub(crate) async fn resume(
 ) -> PageResult<Response> {
     load_queue(&state, &member, &slug).await?;
     let act = async {
-        queues::resume(state.control(), member.id, &slug).await?;
+        queues::resume(state.control(), &member.caller, &slug).await?;
         Ok(Outcome::flash(format!("/queues/{slug}/settings"), "Queue resumed."))
     };
     form::run(&state, &member, &form, act).await
@@ -250,7 +250,7 @@ pub(crate) async fn delete(
         );
         return Ok((INVALID, page).into_response());
     }
-    queues::delete(state.control(), member.id, &slug).await?;
+    queues::delete(state.control(), &member.caller, &slug).await?;
     let message = format!("Queue “{}” deleted, with its messages and tokens.", queue.name);
     Ok(flash::redirect(&state, member.secure, "/", &message))
 }

@@ -113,7 +113,7 @@ async fn tokens_page(
     errors: FieldErrors,
 ) -> PageResult<TokensPage> {
     let queue = load_queue(state, member, slug).await?;
-    let rows = tokens::list(state.control(), member.id, slug).await?.into_iter().map(Row::from).collect();
+    let rows = tokens::list(state.control(), member.team, slug).await?.into_iter().map(Row::from).collect();
     let nav = QueueNav::new(&queue, Tab::Tokens);
     Ok(TokensPage {
         chrome: member.chrome(nav.title(Tab::Tokens)),
@@ -145,7 +145,7 @@ pub(crate) async fn create(
     load_queue(&state, &member, &slug).await?;
     let input = NewToken { name: name.clone(), scopes: scopes.iter().map(|s| s.to_string()).collect() };
     let act = async {
-        match tokens::mint(state.control(), member.id, &slug, input).await {
+        match tokens::mint(state.control(), &member.caller, &slug, input).await {
             Ok(created) => {
                 // The name last: it is the one part that may hold any character.
                 let shown = format!(
@@ -195,7 +195,7 @@ pub(crate) async fn created(
 
 /// The member's token `id` of queue `slug`, or the 404 page.
 async fn find_token(state: &ConsoleState, member: &CurrentMember, slug: &Slug, id: &str) -> PageResult<Token> {
-    tokens::list(state.control(), member.id, slug)
+    tokens::list(state.control(), member.team, slug)
         .await?
         .into_iter()
         .find(|t| t.id.to_string() == id)
@@ -226,7 +226,7 @@ pub(crate) async fn revoke(
 ) -> PageResult<Response> {
     let token = find_token(&state, &member, &slug, &id).await?;
     let act = async {
-        if let Err(err) = tokens::revoke(state.control(), member.id, &slug, &id).await {
+        if let Err(err) = tokens::revoke(state.control(), &member.caller, &slug, &id).await {
             return Ok(Outcome::refused(err));
         }
         let message = format!(

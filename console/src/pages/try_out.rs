@@ -219,7 +219,7 @@ fn held_receipt(state: &ConsoleState, held: &str, queue: QueueId) -> Option<(Rec
 
 /// The Redis key of a held delivery: under the member, like a form's stashed secret.
 fn held_key(state: &ConsoleState, member: &CurrentMember, id: &str) -> String {
-    state.control().keys().console_secret(&member.id.as_uuid().to_string(), &format!("delivery-{id}"))
+    state.control().keys().console_secret(&member.team.as_uuid().to_string(), &format!("delivery-{id}"))
 }
 
 async fn load_held(state: &ConsoleState, member: &CurrentMember, id: &str) -> PageResult<Option<String>> {

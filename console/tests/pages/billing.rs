@@ -113,8 +113,8 @@ async fn operators_see_why_a_change_waits_at_stripe(db: PgPool) {
     let mut ada = Visitor::new(&app);
     ada.sign_up("ada@example.com").await;
     sqlx::raw_sql(
-        "INSERT INTO billing_accounts (member_id, customer_id) SELECT id, 'cus_waiting' FROM members;
-         INSERT INTO billing_outbox (member_id, reason, attempts, last_error, next_attempt_at)
+        "INSERT INTO billing_accounts (team_id, customer_id) SELECT id, 'cus_waiting' FROM members;
+         INSERT INTO billing_outbox (team_id, reason, attempts, last_error, next_attempt_at)
          SELECT id, 'add-on bought', 3, 'stripe write CreateSubscription: card <declined>',
                 '2030-01-02T03:04:05Z' FROM members;",
     )

@@ -143,9 +143,10 @@ async fn the_queue_limit_is_a_form_error(db: PgPool) {
     .await
     .unwrap()
     .member;
+    let caller = aqs_control_plane::Caller::of_member(&app.cp, &member, None, true, Default::default()).await.unwrap();
     for n in 0..aqs_core::limits::QUEUES_PER_MEMBER {
         let input = aqs_control_plane::NewQueue { name: format!("queue {n}"), ..Default::default() };
-        aqs_control_plane::queues::create(&app.cp, member.id, input).await.unwrap();
+        aqs_control_plane::queues::create(&app.cp, &caller, input).await.unwrap();
     }
     let list = ada.get("/").await;
     list.assert_lacks("href=\"/new\"");

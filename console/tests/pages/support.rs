@@ -345,7 +345,13 @@ pub async fn queue_of(app: &TestConsole, email: &str, slug: &str) -> Queue {
     .await
     .expect("login")
     .member;
-    queues::get(&app.cp, member.id, &aqs_control_plane::slug::Slug::parse(slug).expect("a slug")).await.expect("queue")
+    queues::get(
+        &app.cp,
+        aqs_control_plane::TeamId::personal(member.id),
+        &aqs_control_plane::slug::Slug::parse(slug).expect("a slug"),
+    )
+    .await
+    .expect("queue")
 }
 
 pub async fn publish(app: &TestConsole, queue: &Queue, body: &str, content_type: &str) {

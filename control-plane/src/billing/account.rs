@@ -1,14 +1,14 @@
-//! A member's billing: their Stripe customer, the card on file, the budget, and the overview that
+//! A team's billing: their Stripe customer, the card on file, the budget, and the overview that
 //! `GET /api/v1/billing` and the console's Billing & metrics page show.
 
 use super::{Billing, NOT_CONFIGURED, usage};
-use crate::members::{self, MemberId};
 use crate::state::ControlPlane;
+use crate::teams::{Caller, TeamId};
 use aqs_core::{ApiError, ApiResult};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-/// Budgets are kept in cents; a million dollars a month is more than any member of ours needs.
+/// Budgets are kept in cents; a million dollars a month is more than any team of ours needs.
 pub const BUDGET_MAX_CENTS: u64 = 100_000_000;
 
 #[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
@@ -21,7 +21,7 @@ pub struct Overview {
     /// This month's message operations and stored bytes per queue: estimates, not charged.
     pub usage: Vec<usage::QueueUsage>,
     pub budget: Budget,
-    /// What the member should know first: billing off, a failed payment, a cancellation.
+    /// What the team should know first: billing off, a failed payment, a cancellation.
     pub notice: Option<String>,
     pub payment_failed: bool,
     pub cancelled_for_nonpayment: bool,
@@ -78,13 +78,12 @@ pub(crate) const ACCOUNT_COLUMNS: &str = "customer_id, payment_method_id, paymen
      subscription_status, payment_failed_at, cancelled_for_nonpayment_at, monthly_limit_cents, \
      alert_percent";
 
-pub(crate) async fn find(cp: &ControlPlane, member: MemberId) -> ApiResult<AccountRow> {
-    let row = sqlx::query_as::<_, AccountRow>(&format!(
-        "SELECT {ACCOUNT_COLUMNS} FROM billing_accounts WHERE member_id = $1"
-    ))
-    .bind(member.as_uuid())
-    .fetch_optional(cp.db())
-    .await?;
+pub(crate) async fn find(cp: &ControlPlane, team: TeamId) -> ApiResult<AccountRow> {
+    let row =
+        sqlx::query_as::<_, AccountRow>(&format!("SELECT {ACCOUNT_COLUMNS} FROM billing_accounts WHERE team_id = $1"))
+            .bind(team.as_uuid())
+            .fetch_optional(cp.db())
+            .await?;
     Ok(row.unwrap_or_default())
 }
 
@@ -102,11 +101,11 @@ pub(crate) fn required(cp: &ControlPlane) -> ApiResult<&Billing> {
     cp.billing().ok_or_else(|| ApiError::Conflict(NOT_CONFIGURED.into()))
 }
 
-pub async fn overview(cp: &ControlPlane, member: MemberId) -> ApiResult<Overview> {
-    let account = find(cp, member).await?;
-    let add_ons = super::add_ons::list(cp, member).await?;
+pub async fn overview(cp: &ControlPlane, team: TeamId) -> ApiResult<Overview> {
+    let account = find(cp, team).await?;
+    let add_ons = super::add_ons::list(cp, team).await?;
     let monthly_total_cents = add_ons.iter().filter_map(|a| a.monthly_price_cents).sum();
-    let usage = usage::this_month(cp, member).await?;
+    let usage = usage::this_month(cp, team).await?;
     let limit = account.monthly_limit_cents.map(|c| c as u64);
     let percent = account.alert_percent.map(|p| p as u32);
     let alert = match (limit, percent) {
@@ -142,33 +141,32 @@ pub async fn overview(cp: &ControlPlane, member: MemberId) -> ApiResult<Overview
     })
 }
 
-/// The member's Stripe customer, created on first need. The idempotency key names the member, so
+/// The team's Stripe customer, created on first need. The idempotency key names the team, so
 /// two first requests at once make one customer.
-pub(crate) async fn ensure_customer(cp: &ControlPlane, billing: &Billing, member: MemberId) -> ApiResult<String> {
-    if let Some(customer) = find(cp, member).await?.customer_id {
+pub(crate) async fn ensure_customer(cp: &ControlPlane, billing: &Billing, team: TeamId) -> ApiResult<String> {
+    if let Some(customer) = find(cp, team).await?.customer_id {
         return Ok(customer);
     }
-    let email = members::find(cp.db(), member.as_uuid())
+    let email = crate::teams::store::billing_email(cp.db(), team)
         .await?
-        .ok_or_else(|| ApiError::Unauthorized("this member no longer exists".into()))?
-        .email;
-    let created = billing.stripe().create_customer(member, &email).await.map_err(unavailable)?;
+        .ok_or_else(|| ApiError::Unauthorized("this team no longer has an owner".into()))?;
+    let created = billing.stripe().create_customer(team, &email).await.map_err(unavailable)?;
     Ok(sqlx::query_scalar::<_, String>(
-        "INSERT INTO billing_accounts (member_id, customer_id) VALUES ($1, $2)
-         ON CONFLICT (member_id) DO UPDATE
+        "INSERT INTO billing_accounts (team_id, customer_id) VALUES ($1, $2)
+         ON CONFLICT (team_id) DO UPDATE
              SET customer_id = COALESCE(billing_accounts.customer_id, EXCLUDED.customer_id), updated_at = now()
          RETURNING customer_id",
     )
-    .bind(member.as_uuid())
+    .bind(team.as_uuid())
     .bind(&created)
     .fetch_one(cp.db())
     .await?)
 }
 
 /// A Stripe Checkout session in setup mode; back to the console's billing page either way.
-pub async fn setup_url(cp: &ControlPlane, member: MemberId) -> ApiResult<String> {
+pub async fn setup_url(cp: &ControlPlane, team: TeamId) -> ApiResult<String> {
     let billing = required(cp)?;
-    let customer = ensure_customer(cp, billing, member).await?;
+    let customer = ensure_customer(cp, billing, team).await?;
     let back = format!("{}/billing", cp.public_url());
     billing
         .stripe()
@@ -178,13 +176,14 @@ pub async fn setup_url(cp: &ControlPlane, member: MemberId) -> ApiResult<String>
 }
 
 /// A Stripe billing portal session (invoices, card).
-pub async fn portal_url(cp: &ControlPlane, member: MemberId) -> ApiResult<String> {
+pub async fn portal_url(cp: &ControlPlane, team: TeamId) -> ApiResult<String> {
     let billing = required(cp)?;
-    let customer = ensure_customer(cp, billing, member).await?;
+    let customer = ensure_customer(cp, billing, team).await?;
     billing.stripe().portal_session(&customer, &format!("{}/billing", cp.public_url())).await.map_err(unavailable)
 }
 
-pub async fn set_budget(cp: &ControlPlane, member: MemberId, input: BudgetInput) -> ApiResult<Budget> {
+pub async fn set_budget(cp: &ControlPlane, caller: &Caller, input: BudgetInput) -> ApiResult<Budget> {
+    let team = caller.team;
     if input.monthly_limit_cents > BUDGET_MAX_CENTS {
         return Err(ApiError::field("monthly_limit_cents", format!("must be between 0 and {BUDGET_MAX_CENTS}")));
     }
@@ -192,17 +191,17 @@ pub async fn set_budget(cp: &ControlPlane, member: MemberId, input: BudgetInput)
         return Err(ApiError::field("alert_percent", "must be between 1 and 100"));
     }
     sqlx::query(
-        "INSERT INTO billing_accounts (member_id, monthly_limit_cents, alert_percent) VALUES ($1, $2, $3)
-         ON CONFLICT (member_id) DO UPDATE
+        "INSERT INTO billing_accounts (team_id, monthly_limit_cents, alert_percent) VALUES ($1, $2, $3)
+         ON CONFLICT (team_id) DO UPDATE
              SET monthly_limit_cents = EXCLUDED.monthly_limit_cents, alert_percent = EXCLUDED.alert_percent,
                  updated_at = now()",
     )
-    .bind(member.as_uuid())
+    .bind(team.as_uuid())
     .bind(input.monthly_limit_cents as i64)
     .bind(input.alert_percent as i32)
     .execute(cp.db())
     .await?;
-    Ok(overview(cp, member).await?.budget)
+    Ok(overview(cp, team).await?.budget)
 }
 
 /// Stripe could not be reached or refused: logged here, a 503 for the caller.

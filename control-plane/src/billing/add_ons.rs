@@ -14,8 +14,8 @@
 
 use super::account::{self, AddOn};
 use super::outbox;
-use crate::members::MemberId;
 use crate::state::ControlPlane;
+use crate::teams::TeamId;
 use aqs_core::ids::QueueId;
 use aqs_core::limits::MIB;
 use aqs_core::{ApiError, ApiResult};
@@ -43,7 +43,7 @@ pub struct SizeChange {
 
 #[derive(Debug)]
 struct Billed {
-    member: MemberId,
+    team: TeamId,
     queue: QueueId,
     requested: u64,
     /// The add-on's size, or `None` for the included 1 MiB (the row goes).
@@ -75,11 +75,11 @@ impl SizeChange {
         match billed.add_on {
             Some(size) => {
                 sqlx::query(
-                    "INSERT INTO queue_add_ons (queue_id, member_id, payload_size) VALUES ($1, $2, $3)
+                    "INSERT INTO queue_add_ons (queue_id, team_id, payload_size) VALUES ($1, $2, $3)
                      ON CONFLICT (queue_id) DO UPDATE SET payload_size = EXCLUDED.payload_size, updated_at = now()",
                 )
                 .bind(billed.queue.0)
-                .bind(billed.member.as_uuid())
+                .bind(billed.team.as_uuid())
                 .bind(size as i64)
                 .execute(&mut *tx)
                 .await?;
@@ -92,7 +92,7 @@ impl SizeChange {
             }
         }
         let reason = format!("queue {} payload size {} MiB", billed.queue, billed.requested / MIB);
-        outbox::enqueue(tx, billed.member, &reason).await
+        outbox::enqueue(tx, billed.team, &reason).await
     }
 
     /// After the commit: never wait for Stripe to pay less.
@@ -107,7 +107,7 @@ impl SizeChange {
 /// plane and Stripe, so before any transaction opens) and decides what to record.
 pub async fn prepare(
     cp: &ControlPlane,
-    member: MemberId,
+    team: TeamId,
     queue: QueueId,
     current: u64,
     requested: u64,
@@ -136,9 +136,9 @@ pub async fn prepare(
         return Ok(SizeChange::granted(requested));
     }
     if requested > current {
-        let account = account::find(cp, member).await?;
+        let account = account::find(cp, team).await?;
         if account.payment_method_id.is_none() {
-            let setup_url = account::setup_url(cp, member).await?;
+            let setup_url = account::setup_url(cp, team).await?;
             return Err(ApiError::PaymentRequired {
                 message: format!(
                     "the {} MiB payload size is a paid add-on: add a payment method first (open setup_url), then \
@@ -148,16 +148,16 @@ pub async fn prepare(
                 setup_url,
             });
         }
-        account::ensure_customer(cp, billing, member).await?;
+        account::ensure_customer(cp, billing, team).await?;
     }
     let upgrade = requested > current;
     let billed =
-        Billed { member, queue, requested, add_on: billing.price_for(requested).map(|_| requested), kick: !upgrade };
+        Billed { team, queue, requested, add_on: billing.price_for(requested).map(|_| requested), kick: !upgrade };
     let change = if upgrade { PayloadChange::AwaitStripe } else { PayloadChange::ApplyNow(requested) };
     Ok(SizeChange { change, billed: Some(billed) })
 }
 
-/// The size the member pays for on this queue (1 MiB without an add-on).
+/// The size the team pays for on this queue (1 MiB without an add-on).
 async fn bought_size(cp: &ControlPlane, queue: QueueId) -> ApiResult<u64> {
     let size: Option<i64> = sqlx::query_scalar("SELECT payload_size FROM queue_add_ons WHERE queue_id = $1")
         .bind(queue.0)
@@ -166,8 +166,8 @@ async fn bought_size(cp: &ControlPlane, queue: QueueId) -> ApiResult<u64> {
     Ok(size.map(|s| s as u64).unwrap_or(MIB))
 }
 
-/// The member's add-ons on live queues. With billing off, the queues granted a larger size.
-pub async fn list(cp: &ControlPlane, member: MemberId) -> ApiResult<Vec<AddOn>> {
+/// The team's add-ons on live queues. With billing off, the queues granted a larger size.
+pub async fn list(cp: &ControlPlane, team: TeamId) -> ApiResult<Vec<AddOn>> {
     #[derive(sqlx::FromRow)]
     struct Row {
         slug: String,
@@ -178,12 +178,12 @@ pub async fn list(cp: &ControlPlane, member: MemberId) -> ApiResult<Vec<AddOn>> 
     let sql = if cp.billing().is_some() {
         "SELECT q.slug, q.name, a.payload_size AS bought, q.payload_size AS current
          FROM queue_add_ons a JOIN queues q ON q.id = a.queue_id
-         WHERE a.member_id = $1 AND q.deleted_at IS NULL ORDER BY q.created_at, q.slug"
+         WHERE a.team_id = $1 AND q.deleted_at IS NULL ORDER BY q.created_at, q.slug"
     } else {
         "SELECT slug, name, payload_size AS bought, payload_size AS current FROM queues
-         WHERE member_id = $1 AND deleted_at IS NULL AND payload_size > 1048576 ORDER BY created_at, slug"
+         WHERE team_id = $1 AND deleted_at IS NULL AND payload_size > 1048576 ORDER BY created_at, slug"
     };
-    let rows = sqlx::query_as::<_, Row>(sql).bind(member.as_uuid()).fetch_all(cp.db()).await?;
+    let rows = sqlx::query_as::<_, Row>(sql).bind(team.as_uuid()).fetch_all(cp.db()).await?;
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {
         let price = match cp.billing() {
@@ -209,7 +209,7 @@ pub async fn list(cp: &ControlPlane, member: MemberId) -> ApiResult<Vec<AddOn>> 
 pub(crate) async fn queue_deleted(
     tx: &mut PgConnection,
     cp: &ControlPlane,
-    member: MemberId,
+    team: TeamId,
     queue: Uuid,
 ) -> ApiResult<()> {
     if cp.billing().is_none() {
@@ -220,7 +220,7 @@ pub(crate) async fn queue_deleted(
         .fetch_optional(&mut *tx)
         .await?;
     if had.is_some() {
-        outbox::enqueue(tx, member, &format!("queue {queue} deleted")).await?;
+        outbox::enqueue(tx, team, &format!("queue {queue} deleted")).await?;
     }
     Ok(())
 }

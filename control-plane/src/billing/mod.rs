@@ -4,24 +4,24 @@
 //! # Structures
 //!
 //! - `queue_add_ons` (PostgreSQL): which queue has which add-on. The source of truth for what a
-//!   member should pay; a deleted queue's row stops counting at once.
-//! - Stripe: one Customer per member (`billing_accounts.customer_id`), at most one live
+//!   team should pay; a deleted queue's row stops counting at once.
+//! - Stripe: one Customer per team (`billing_accounts.customer_id`), at most one live
 //!   Subscription with one item per add-on price, `quantity` = number of queues on it, metadata
 //!   `queues` = their ids.
-//! - `billing_outbox`: "bring member M's subscription in line". Every change of add-ons writes a
+//! - `billing_outbox`: "bring team M's subscription in line". Every change of add-ons writes a
 //!   row in the same transaction as the change; `outbox` works rows off with exponential backoff.
 //! - `billing_events`: Stripe event ids already applied.
 //!
 //! # The life of an add-on
 //!
 //! PATCH payload_size up → payment method on file? (no: 402 with a Checkout setup URL) → row in
-//! `queue_add_ons` + outbox row → a sync right away in the request: the member's live
+//! `queue_add_ons` + outbox row → a sync right away in the request: the team's live
 //! subscription is read from Stripe, `plan` decides the writes, each is sent with an idempotency
 //! key made of the outbox row and the write, and once Stripe has the item the queue's
 //! payload_size is raised (and projected). If Stripe cannot be reached the request answers 202
 //! and the outbox raises it later. Down (or queue deleted) → the size (or queue) changes at once
 //! and the outbox lowers the quantity, removes the item, or cancels the subscription with the
-//! last one. Stripe cancelling for non-payment (webhook) removes the member's add-ons and sets
+//! last one. Stripe cancelling for non-payment (webhook) removes the team's add-ons and sets
 //! their queues back to 1 MiB.
 //!
 //! # Invariants
@@ -30,7 +30,7 @@
 //!   (then it pays for more than it uses, never less).
 //! - Reconciliation is level-based (desired from PostgreSQL, current from Stripe), so a retried or
 //!   crashed sync converges; the idempotency key makes a retried write the same request, never a
-//!   second charge. Syncs of one member are serialised by a lock on their `billing_accounts` row.
+//!   second charge. Syncs of one team are serialised by a lock on their `billing_accounts` row.
 //! - Webhooks are applied once (event id) and never roll state back: subscription and invoice
 //!   events are ordered by `created`; payment methods are re-read from Stripe.
 

@@ -1,4 +1,4 @@
-//! The pure step of reconciliation: what Stripe must be told so the member's subscription holds
+//! The pure step of reconciliation: what Stripe must be told so the team's subscription holds
 //! exactly what PostgreSQL says they bought. One item per add-on price, its quantity the number
 //! of queues on it and its metadata `queues` their ids; no add-on left means no subscription
 //! (Stripe refuses to delete a subscription's last item, so the subscription is cancelled).
@@ -6,10 +6,10 @@
 
 use std::collections::BTreeMap;
 
-/// What the member should pay for: add-on price id → the queue ids on it (sorted).
+/// What the team should pay for: add-on price id → the queue ids on it (sorted).
 pub type Desired = BTreeMap<String, Vec<String>>;
 
-/// The member's live subscription as Stripe describes it now.
+/// The team's live subscription as Stripe describes it now.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Current {
     pub subscription_id: String,

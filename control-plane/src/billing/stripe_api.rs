@@ -1,10 +1,10 @@
 //! The thin acting step: every call to Stripe, through async-stripe's client pointed at
 //! `AQS_STRIPE_API_BASE`. Decisions live in `plan`; this file only translates them to requests
 //! and Stripe's answers back to our types. Every call is bounded by a timeout so a hung Stripe
-//! cannot hold a member's sync lock for long.
+//! cannot hold a team's sync lock for long.
 
 use super::plan::{Current, CurrentItem, ItemSpec, StripeWrite};
-use crate::members::MemberId;
+use crate::teams::TeamId;
 use anyhow::{Context, anyhow};
 use std::collections::HashMap;
 use std::future::Future;
@@ -50,12 +50,12 @@ impl StripeApi {
         self.client.clone().with_strategy(RequestStrategy::Idempotent(key.to_owned()))
     }
 
-    /// One customer per member: the idempotency key names the member.
-    pub async fn create_customer(&self, member: MemberId, email: &str) -> anyhow::Result<String> {
-        let client = self.idempotent(&format!("aqs-customer-{}", member.as_uuid().simple()));
+    /// One customer per team: the idempotency key names the team.
+    pub async fn create_customer(&self, team: TeamId, email: &str) -> anyhow::Result<String> {
+        let client = self.idempotent(&format!("aqs-customer-{}", team.as_uuid().simple()));
         let params = CreateCustomer {
             email: Some(email),
-            metadata: Some(HashMap::from([("member_id".to_owned(), member.as_uuid().to_string())])),
+            metadata: Some(HashMap::from([("team_id".to_owned(), team.as_uuid().to_string())])),
             ..Default::default()
         };
         Ok(bounded("create customer", Customer::create(&client, params)).await?.id.to_string())

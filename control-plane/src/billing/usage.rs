@@ -1,9 +1,9 @@
 //! Usage this month per queue: message operations (publishes, deliveries, acks) and stored
 //! bytes, read from the data plane's counters. Shown as estimates: they are not charged today.
 
-use crate::members::MemberId;
 use crate::queues;
 use crate::state::ControlPlane;
+use crate::teams::TeamId;
 use aqs_core::ApiResult;
 use aqs_core::time::now_ms;
 use chrono::{Datelike, Utc};
@@ -19,12 +19,12 @@ pub struct QueueUsage {
     pub estimate: bool,
 }
 
-pub async fn this_month(cp: &ControlPlane, member: MemberId) -> ApiResult<Vec<QueueUsage>> {
+pub async fn this_month(cp: &ControlPlane, team: TeamId) -> ApiResult<Vec<QueueUsage>> {
     let now = now_ms();
     // Days so far this month, today included (the data plane keeps 35 days of counters).
     let days = Utc::now().day();
     let mut out = Vec::new();
-    for row in queues::store::list(cp.db(), member).await? {
+    for row in queues::store::list(cp.db(), team).await? {
         let queue = row.into_queue(cp.public_url());
         let counts = cp.engine().daily_counts(queue.id, days, now).await?;
         let operations = counts.iter().map(|c| c.published + c.delivered + c.acked).sum();

@@ -6,10 +6,10 @@
 
 use super::outbox;
 use super::signature::{self, SignatureError};
-use crate::members::MemberId;
 use crate::projection;
 use crate::queues::{self, QueueRow};
 use crate::state::ControlPlane;
+use crate::teams::TeamId;
 use aqs_core::limits::MIB;
 use aqs_core::{ApiError, ApiResult};
 use chrono::{DateTime, Utc};
@@ -122,13 +122,13 @@ pub async fn receive(cp: &ControlPlane, signature_header: Option<&str>, payload:
     if !fresh {
         return Ok(Received { received: true, outcome: "duplicate" });
     }
-    let member = match &action {
+    let team = match &action {
         Action::RefreshCard { customer } | Action::Subscription { customer, .. } | Action::Invoice { customer, .. } => {
             member_of(&mut tx, customer).await?
         }
         Action::Ignore => None,
     };
-    let Some(member) = member else {
+    let Some(team) = team else {
         tx.commit().await?;
         return Ok(Received { received: true, outcome: "ignored" });
     };
@@ -138,9 +138,9 @@ pub async fn receive(cp: &ControlPlane, signature_header: Option<&str>, payload:
             let card = card.flatten();
             sqlx::query(
                 "UPDATE billing_accounts SET payment_method_id = $2, payment_method_brand = $3,
-                        payment_method_last4 = $4, updated_at = now() WHERE member_id = $1",
+                        payment_method_last4 = $4, updated_at = now() WHERE team_id = $1",
             )
-            .bind(member)
+            .bind(team)
             .bind(card.as_ref().map(|c| c.id.clone()))
             .bind(card.as_ref().map(|c| c.brand.clone()))
             .bind(card.as_ref().map(|c| c.last4.clone()))
@@ -151,11 +151,11 @@ pub async fn receive(cp: &ControlPlane, signature_header: Option<&str>, payload:
             let applied = sqlx::query(
                 "UPDATE billing_accounts SET subscription_status = $3, subscription_event_at = $4,
                         subscription_id = CASE WHEN $3 = 'canceled' THEN NULL ELSE $2 END, updated_at = now()
-                 WHERE member_id = $1 AND (subscription_id IS NULL OR subscription_id = $2)
+                 WHERE team_id = $1 AND (subscription_id IS NULL OR subscription_id = $2)
                    AND (subscription_event_at IS NULL OR subscription_event_at < $4
                         OR (subscription_event_at = $4 AND $3 = 'canceled'))",
             )
-            .bind(member)
+            .bind(team)
             .bind(&id)
             .bind(&status)
             .bind(created)
@@ -164,16 +164,16 @@ pub async fn receive(cp: &ControlPlane, signature_header: Option<&str>, payload:
             .rows_affected()
                 == 1;
             if applied && nonpayment {
-                fell_back = cancel_for_nonpayment(&mut tx, member).await?;
+                fell_back = cancel_for_nonpayment(&mut tx, team).await?;
             }
         }
         Action::Invoice { failed, .. } => {
             sqlx::query(
                 "UPDATE billing_accounts SET payment_failed_at = CASE WHEN $3 THEN $2 ELSE NULL END,
                         payment_event_at = $2, updated_at = now()
-                 WHERE member_id = $1 AND (payment_event_at IS NULL OR payment_event_at <= $2)",
+                 WHERE team_id = $1 AND (payment_event_at IS NULL OR payment_event_at <= $2)",
             )
-            .bind(member)
+            .bind(team)
             .bind(created)
             .bind(failed)
             .execute(&mut *tx)
@@ -191,7 +191,7 @@ pub async fn receive(cp: &ControlPlane, signature_header: Option<&str>, payload:
 }
 
 async fn member_of(tx: &mut PgConnection, customer: &str) -> ApiResult<Option<Uuid>> {
-    Ok(sqlx::query_scalar("SELECT member_id FROM billing_accounts WHERE customer_id = $1")
+    Ok(sqlx::query_scalar("SELECT team_id FROM billing_accounts WHERE customer_id = $1")
         .bind(customer)
         .fetch_optional(&mut *tx)
         .await?)
@@ -199,15 +199,15 @@ async fn member_of(tx: &mut PgConnection, customer: &str) -> ApiResult<Option<Uu
 
 /// Stripe ended the subscription because payments failed: the add-ons go, the queues take 1 MiB
 /// for new publishes (stored messages stay readable), and the console says why.
-async fn cancel_for_nonpayment(tx: &mut PgConnection, member: Uuid) -> ApiResult<Vec<QueueRow>> {
-    sqlx::query("UPDATE billing_accounts SET cancelled_for_nonpayment_at = now() WHERE member_id = $1")
-        .bind(member)
+async fn cancel_for_nonpayment(tx: &mut PgConnection, team: Uuid) -> ApiResult<Vec<QueueRow>> {
+    sqlx::query("UPDATE billing_accounts SET cancelled_for_nonpayment_at = now() WHERE team_id = $1")
+        .bind(team)
         .execute(&mut *tx)
         .await?;
-    sqlx::query("DELETE FROM queue_add_ons WHERE member_id = $1").bind(member).execute(&mut *tx).await?;
+    sqlx::query("DELETE FROM queue_add_ons WHERE team_id = $1").bind(team).execute(&mut *tx).await?;
     // Nothing is left to bill; a row keeps the outbox's view consistent (it plans no write).
-    outbox::enqueue(tx, MemberId::from_stored(member), "subscription cancelled for non-payment").await?;
-    queues::store::lower_sizes_to(tx, MemberId::from_stored(member), MIB).await
+    outbox::enqueue(tx, TeamId::from_stored(team), "subscription cancelled for non-payment").await?;
+    queues::store::lower_sizes_to(tx, TeamId::from_stored(team), MIB).await
 }
 
 #[cfg(test)]

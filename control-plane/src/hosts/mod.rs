@@ -1,4 +1,4 @@
-//! Custom hosts: a hostname under a member's verified domain, pinned to one of their queues and
+//! Custom hosts: a hostname under a team's verified domain, pinned to one of their queues and
 //! served at `https://<hostname>/` with the queue slug dropped.
 //!
 //! The life of a host: created `setting_up` / `waiting_for_dns`; the reconciler ([`reconciler`])
@@ -22,9 +22,9 @@ pub(crate) mod projection;
 pub(crate) mod reconciler;
 pub(crate) mod store;
 
-use crate::members::MemberId;
 use crate::slug::Slug;
 use crate::state::ControlPlane;
+use crate::teams::{Caller, TeamId};
 use crate::{domains, queues, timefmt};
 use aqs_core::cert_key::CertKeyCipher;
 use aqs_core::config::Config;
@@ -119,10 +119,10 @@ pub struct AdminHost {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewHost {
-    /// A name under one of the member's verified domains.
+    /// A name under one of the team's verified domains.
     #[schema(format = Hostname)]
     pub hostname: String,
-    /// The slug of the member's queue.
+    /// The slug of the team's queue.
     pub queue: String,
 }
 
@@ -130,37 +130,38 @@ fn not_found() -> ApiError {
     ApiError::not_found("no host with this id")
 }
 
-pub async fn create(cp: &ControlPlane, member: MemberId, input: NewHost) -> ApiResult<Host> {
+pub async fn create(cp: &ControlPlane, caller: &Caller, input: NewHost) -> ApiResult<Host> {
+    let team = caller.team;
     let name = hostname::normalize(&input.hostname).ok_or_else(|| {
         ApiError::field("hostname", "must be a DNS name of two or more labels, such as queue.example.com")
     })?;
     let slug = Slug::parse(&input.queue).ok_or_else(queues::not_found)?;
-    let queue = queues::get(cp, member, &slug).await?;
-    let domain = domains::verified_parent(cp.db(), member, &name).await?.ok_or_else(|| {
+    let queue = queues::get(cp, team, &slug).await?;
+    let domain = domains::verified_parent(cp.db(), team, &name).await?.ok_or_else(|| {
         ApiError::field(
             "hostname",
             format!("{name} is not under one of your verified domains; add its root domain and verify it first"),
         )
     })?;
-    // The domain is this member's now: a host another member kept under it after losing it goes.
-    if let Some(released) = store::release_unproven(cp.db(), member, &name).await? {
-        tracing::info!(hostname = %released, "custom host released to the member now holding its domain");
+    // The domain is this team's now: a host another team kept under it after losing it goes.
+    if let Some(released) = store::release_unproven(cp.db(), team, &name).await? {
+        tracing::info!(hostname = %released, "custom host released to the team now holding its domain");
         projection::remove_host(&mut cp.redis(), cp.keys(), &released).await.map_err(crate::projection::failed)?;
     }
-    let row = store::insert(cp.db(), member, domain, queue.id.0, &name).await?;
+    let row = store::insert(cp.db(), team, domain, queue.id.0, &name).await?;
     cp.hosts().wake.notify_one();
     Ok(row.into_host(&cp.hosts().policy.edge_hostname))
 }
 
-pub async fn list(cp: &ControlPlane, member: MemberId) -> ApiResult<Vec<Host>> {
-    let rows = store::list(cp.db(), Some(member), None).await?;
+pub async fn list(cp: &ControlPlane, team: TeamId) -> ApiResult<Vec<Host>> {
+    let rows = store::list(cp.db(), Some(team), None).await?;
     Ok(rows.into_iter().map(|row| row.into_host(&cp.hosts().policy.edge_hostname)).collect())
 }
 
-/// The hosts serving one of the member's queues.
-pub async fn list_for_queue(cp: &ControlPlane, member: MemberId, slug: &Slug) -> ApiResult<Vec<Host>> {
-    let queue = queues::get(cp, member, slug).await?;
-    let rows = store::list(cp.db(), Some(member), None).await?;
+/// The hosts serving one of the team's queues.
+pub async fn list_for_queue(cp: &ControlPlane, team: TeamId, slug: &Slug) -> ApiResult<Vec<Host>> {
+    let queue = queues::get(cp, team, slug).await?;
+    let rows = store::list(cp.db(), Some(team), None).await?;
     Ok(rows
         .into_iter()
         .filter(|row| row.queue_id == queue.id.0)
@@ -168,15 +169,16 @@ pub async fn list_for_queue(cp: &ControlPlane, member: MemberId, slug: &Slug) ->
         .collect())
 }
 
-pub async fn get(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<Host> {
-    let row = store::find(cp.db(), Some(member), id).await?.ok_or_else(not_found)?;
+pub async fn get(cp: &ControlPlane, team: TeamId, id: Uuid) -> ApiResult<Host> {
+    let row = store::find(cp.db(), Some(team), id).await?.ok_or_else(not_found)?;
     Ok(row.into_host(&cp.hosts().policy.edge_hostname))
 }
 
 /// Removes the host: the projection goes at once, so the data plane stops serving it; the queue,
 /// its messages and its tokens stay.
-pub async fn delete(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<()> {
-    let hostname = store::delete(cp.db(), member, id).await?.ok_or_else(not_found)?;
+pub async fn delete(cp: &ControlPlane, caller: &Caller, id: Uuid) -> ApiResult<()> {
+    let team = caller.team;
+    let hostname = store::delete(cp.db(), team, id).await?.ok_or_else(not_found)?;
     tracing::info!(%hostname, "custom host removed");
     projection::remove_host(&mut cp.redis(), cp.keys(), &hostname).await.map_err(crate::projection::failed)
 }
@@ -191,13 +193,14 @@ pub(crate) async fn remove_projections(cp: &ControlPlane, hostnames: &[String]) 
 }
 
 /// Asks the reconciler to look at the host now (DNS, then the certificate if needed).
-pub async fn check(cp: &ControlPlane, member: MemberId, id: Uuid) -> ApiResult<Host> {
-    let row = store::check_now(cp.db(), Some(member), id).await?.ok_or_else(not_found)?;
+pub async fn check(cp: &ControlPlane, caller: &Caller, id: Uuid) -> ApiResult<Host> {
+    let team = caller.team;
+    let row = store::check_now(cp.db(), Some(team), id).await?.ok_or_else(not_found)?;
     cp.hosts().wake.notify_one();
     Ok(row.into_host(&cp.hosts().policy.edge_hostname))
 }
 
-/// Operators: every member's hosts, optionally of one status.
+/// Operators: every team's hosts, optionally of one status.
 pub async fn admin_list(
     cp: &ControlPlane,
     _operator: &crate::AuthOperator,
@@ -212,7 +215,7 @@ pub async fn admin_list(
     Ok(rows.into_iter().map(|row| row.into_admin(&cp.hosts().policy.edge_hostname)).collect())
 }
 
-/// Operators: re-check any member's host now.
+/// Operators: re-check any team's host now.
 pub async fn admin_check(cp: &ControlPlane, _operator: &crate::AuthOperator, id: Uuid) -> ApiResult<AdminHost> {
     let row = store::check_now(cp.db(), None, id).await?.ok_or_else(not_found)?;
     cp.hosts().wake.notify_one();

@@ -3,7 +3,7 @@
 //! `UPDATE … FOR UPDATE SKIP LOCKED`; every write-back names that claim, so a replica whose claim
 //! expired (it hung past `CLAIM_FOR`) cannot overwrite what the next one did.
 
-use crate::members::MemberId;
+use crate::teams::TeamId;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use std::time::Duration;
@@ -15,7 +15,7 @@ const CLAIM_FOR_SECS: i64 = 600;
 const SELECT: &str = "SELECT h.id, h.domain_id, h.queue_id, h.hostname, h.status, h.stage, h.reason, h.cert_pem,
         h.key_encrypted, h.cert_not_before, h.cert_not_after, h.failures, h.orders, h.checked_at, h.created_at,
         q.slug AS queue_slug, m.email AS member_email
-     FROM hosts h JOIN queues q ON q.id = h.queue_id JOIN members m ON m.id = h.member_id";
+     FROM hosts h JOIN queues q ON q.id = h.queue_id JOIN members m ON m.id = h.team_id";
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub(crate) struct HostRow {
@@ -49,54 +49,54 @@ impl HostRow {
 
 pub(crate) async fn insert(
     db: &PgPool,
-    member: MemberId,
+    team: TeamId,
     domain: Uuid,
     queue: Uuid,
     hostname: &str,
 ) -> sqlx::Result<HostRow> {
     let id = Uuid::new_v4();
     sqlx::query(
-        "INSERT INTO hosts (id, member_id, domain_id, queue_id, hostname, stage) VALUES ($1, $2, $3, $4, $5, 'waiting_for_dns')",
+        "INSERT INTO hosts (id, team_id, domain_id, queue_id, hostname, stage) VALUES ($1, $2, $3, $4, $5, 'waiting_for_dns')",
     )
     .bind(id)
-    .bind(member.as_uuid())
+    .bind(team.as_uuid())
     .bind(domain)
     .bind(queue)
     .bind(hostname)
     .execute(db)
     .await?;
-    find(db, Some(member), id).await?.ok_or(sqlx::Error::RowNotFound)
+    find(db, Some(team), id).await?.ok_or(sqlx::Error::RowNotFound)
 }
 
-/// Removes another member's host of `hostname` whose domain is no longer verified for them, so
-/// that the member now holding the domain can take the name: its hostname, if one was removed.
-pub(crate) async fn release_unproven(db: &PgPool, member: MemberId, hostname: &str) -> sqlx::Result<Option<String>> {
+/// Removes another team's host of `hostname` whose domain is no longer verified for them, so
+/// that the team now holding the domain can take the name: its hostname, if one was removed.
+pub(crate) async fn release_unproven(db: &PgPool, team: TeamId, hostname: &str) -> sqlx::Result<Option<String>> {
     sqlx::query_scalar(
         "DELETE FROM hosts h USING domains d
-          WHERE h.hostname = $1 AND h.member_id <> $2 AND d.id = h.domain_id AND d.status <> 'verified'
+          WHERE h.hostname = $1 AND h.team_id <> $2 AND d.id = h.domain_id AND d.status <> 'verified'
          RETURNING h.hostname",
     )
     .bind(hostname)
-    .bind(member.as_uuid())
+    .bind(team.as_uuid())
     .fetch_optional(db)
     .await
 }
 
-/// One host, the member's own unless `member` is `None` (operators, the reconciler).
-pub(crate) async fn find(db: &PgPool, member: Option<MemberId>, id: Uuid) -> sqlx::Result<Option<HostRow>> {
-    sqlx::query_as::<_, HostRow>(&format!("{SELECT} WHERE h.id = $1 AND ($2::uuid IS NULL OR h.member_id = $2)"))
+/// One host, the team's own unless `team` is `None` (operators, the reconciler).
+pub(crate) async fn find(db: &PgPool, team: Option<TeamId>, id: Uuid) -> sqlx::Result<Option<HostRow>> {
+    sqlx::query_as::<_, HostRow>(&format!("{SELECT} WHERE h.id = $1 AND ($2::uuid IS NULL OR h.team_id = $2)"))
         .bind(id)
-        .bind(member.map(MemberId::as_uuid))
+        .bind(team.map(TeamId::as_uuid))
         .fetch_optional(db)
         .await
 }
 
-pub(crate) async fn list(db: &PgPool, member: Option<MemberId>, status: Option<&str>) -> sqlx::Result<Vec<HostRow>> {
+pub(crate) async fn list(db: &PgPool, team: Option<TeamId>, status: Option<&str>) -> sqlx::Result<Vec<HostRow>> {
     sqlx::query_as::<_, HostRow>(&format!(
-        "{SELECT} WHERE ($1::uuid IS NULL OR h.member_id = $1) AND ($2::text IS NULL OR h.status = $2)
+        "{SELECT} WHERE ($1::uuid IS NULL OR h.team_id = $1) AND ($2::text IS NULL OR h.status = $2)
          ORDER BY h.status = 'error' DESC, h.hostname"
     ))
-    .bind(member.map(MemberId::as_uuid))
+    .bind(team.map(TeamId::as_uuid))
     .bind(status)
     .fetch_all(db)
     .await
@@ -107,28 +107,28 @@ pub(crate) async fn with_certificates(db: &PgPool) -> sqlx::Result<Vec<HostRow>>
     sqlx::query_as::<_, HostRow>(&format!("{SELECT} WHERE h.cert_pem IS NOT NULL")).fetch_all(db).await
 }
 
-/// Deletes the member's host; its hostname, or `None` when there is no such host.
-pub(crate) async fn delete(db: &PgPool, member: MemberId, id: Uuid) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar("DELETE FROM hosts WHERE id = $1 AND member_id = $2 RETURNING hostname")
+/// Deletes the team's host; its hostname, or `None` when there is no such host.
+pub(crate) async fn delete(db: &PgPool, team: TeamId, id: Uuid) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar("DELETE FROM hosts WHERE id = $1 AND team_id = $2 RETURNING hostname")
         .bind(id)
-        .bind(member.as_uuid())
+        .bind(team.as_uuid())
         .fetch_optional(db)
         .await
 }
 
 /// Makes the host due now (a claim in flight finishes first; its write-back then sets the next
-/// time, which this does not undo for long: the member can ask again).
-pub(crate) async fn check_now(db: &PgPool, member: Option<MemberId>, id: Uuid) -> sqlx::Result<Option<HostRow>> {
+/// time, which this does not undo for long: the team can ask again).
+pub(crate) async fn check_now(db: &PgPool, team: Option<TeamId>, id: Uuid) -> sqlx::Result<Option<HostRow>> {
     let updated =
-        sqlx::query("UPDATE hosts SET next_attempt_at = now() WHERE id = $1 AND ($2::uuid IS NULL OR member_id = $2)")
+        sqlx::query("UPDATE hosts SET next_attempt_at = now() WHERE id = $1 AND ($2::uuid IS NULL OR team_id = $2)")
             .bind(id)
-            .bind(member.map(MemberId::as_uuid))
+            .bind(team.map(TeamId::as_uuid))
             .execute(db)
             .await?;
     if updated.rows_affected() == 0 {
         return Ok(None);
     }
-    find(db, member, id).await
+    find(db, team, id).await
 }
 
 /// Claims the most overdue host nobody holds: `(claim id, row)`.

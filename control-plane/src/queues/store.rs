@@ -5,9 +5,9 @@
 //! change the data plane sees bumps `revision` (which orders the projection's writes).
 
 use super::{Queue, QueueChanges};
-use crate::members::MemberId;
 use crate::queue_settings::Settings;
 use crate::slug::{self, Slug};
+use crate::teams::TeamId;
 use aqs_core::ApiResult;
 use aqs_core::ids::QueueId;
 use chrono::{DateTime, Utc};
@@ -58,23 +58,23 @@ fn q_columns() -> String {
     COLUMNS.split(", ").map(|c| format!("q.{}", c.trim())).collect::<Vec<_>>().join(", ")
 }
 
-/// The member's live queue with this slug.
-pub(crate) async fn find(db: &PgPool, member: MemberId, slug: &Slug) -> ApiResult<Option<QueueRow>> {
+/// The team's live queue with this slug.
+pub(crate) async fn find(db: &PgPool, team: TeamId, slug: &Slug) -> ApiResult<Option<QueueRow>> {
     Ok(sqlx::query_as::<_, QueueRow>(&format!(
-        "SELECT {COLUMNS} FROM queues WHERE member_id = $1 AND slug = $2 AND deleted_at IS NULL"
+        "SELECT {COLUMNS} FROM queues WHERE team_id = $1 AND slug = $2 AND deleted_at IS NULL"
     ))
-    .bind(member.as_uuid())
+    .bind(team.as_uuid())
     .bind(slug.as_str())
     .fetch_optional(db)
     .await?)
 }
 
-/// The member's live queues, oldest first.
-pub(crate) async fn list(db: &PgPool, member: MemberId) -> ApiResult<Vec<QueueRow>> {
+/// The team's live queues, oldest first.
+pub(crate) async fn list(db: &PgPool, team: TeamId) -> ApiResult<Vec<QueueRow>> {
     Ok(sqlx::query_as::<_, QueueRow>(&format!(
-        "SELECT {COLUMNS} FROM queues WHERE member_id = $1 AND deleted_at IS NULL ORDER BY created_at, slug"
+        "SELECT {COLUMNS} FROM queues WHERE team_id = $1 AND deleted_at IS NULL ORDER BY created_at, slug"
     ))
-    .bind(member.as_uuid())
+    .bind(team.as_uuid())
     .fetch_all(db)
     .await?)
 }
@@ -85,21 +85,21 @@ pub(crate) async fn list(db: &PgPool, member: MemberId) -> ApiResult<Vec<QueueRo
 /// race-free across members.
 pub(crate) async fn insert_with_free_slug(
     tx: &mut PgConnection,
-    member: MemberId,
+    team: TeamId,
     settings: &Settings,
     base: &str,
 ) -> ApiResult<Option<QueueRow>> {
     for attempt in 0..SLUG_TRIES {
         let candidate = if attempt == 0 { base.to_owned() } else { slug::with_random_suffix(base) };
         let inserted = sqlx::query_as::<_, QueueRow>(&format!(
-            "INSERT INTO queues (id, member_id, name, slug, visibility_timeout_seconds, max_attempts, payload_size,
+            "INSERT INTO queues (id, team_id, name, slug, visibility_timeout_seconds, max_attempts, payload_size,
                                  storage_limit)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
              ON CONFLICT (slug) WHERE deleted_at IS NULL DO NOTHING
              RETURNING {COLUMNS}"
         ))
         .bind(Uuid::new_v4())
-        .bind(member.as_uuid())
+        .bind(team.as_uuid())
         .bind(&settings.name)
         .bind(&candidate)
         .bind(settings.visibility_timeout_seconds as i32)
@@ -115,10 +115,10 @@ pub(crate) async fn insert_with_free_slug(
     Ok(None)
 }
 
-/// Writes the given (checked) changes; `None` when the member has no such live queue.
+/// Writes the given (checked) changes; `None` when the team has no such live queue.
 pub(crate) async fn update(
     tx: &mut PgConnection,
-    member: MemberId,
+    team: TeamId,
     slug: &Slug,
     changes: QueueChanges,
 ) -> ApiResult<Option<QueueRow>> {
@@ -129,10 +129,10 @@ pub(crate) async fn update(
                            payload_size = COALESCE($6, payload_size),
                            storage_limit = COALESCE($7, storage_limit),
                            revision = revision + 1, updated_at = now()
-         WHERE member_id = $1 AND slug = $2 AND deleted_at IS NULL
+         WHERE team_id = $1 AND slug = $2 AND deleted_at IS NULL
          RETURNING {COLUMNS}"
     ))
-    .bind(member.as_uuid())
+    .bind(team.as_uuid())
     .bind(slug.as_str())
     .bind(changes.name)
     .bind(changes.visibility_timeout_seconds.map(|v| v as i32))
@@ -145,15 +145,15 @@ pub(crate) async fn update(
 
 pub(crate) async fn set_paused(
     tx: &mut PgConnection,
-    member: MemberId,
+    team: TeamId,
     slug: &Slug,
     paused: bool,
 ) -> ApiResult<Option<QueueRow>> {
     Ok(sqlx::query_as::<_, QueueRow>(&format!(
         "UPDATE queues SET paused = $3, revision = revision + 1, updated_at = now()
-         WHERE member_id = $1 AND slug = $2 AND deleted_at IS NULL RETURNING {COLUMNS}"
+         WHERE team_id = $1 AND slug = $2 AND deleted_at IS NULL RETURNING {COLUMNS}"
     ))
-    .bind(member.as_uuid())
+    .bind(team.as_uuid())
     .bind(slug.as_str())
     .bind(paused)
     .fetch_optional(&mut *tx)
@@ -161,43 +161,39 @@ pub(crate) async fn set_paused(
 }
 
 /// Soft-deletes the queue (its row stays, its slug is freed): its id and slug, or `None`.
-pub(crate) async fn soft_delete(
-    tx: &mut PgConnection,
-    member: MemberId,
-    slug: &Slug,
-) -> ApiResult<Option<(Uuid, String)>> {
+pub(crate) async fn soft_delete(tx: &mut PgConnection, team: TeamId, slug: &Slug) -> ApiResult<Option<(Uuid, String)>> {
     Ok(sqlx::query_as(
         "UPDATE queues SET deleted_at = now(), updated_at = now()
-         WHERE member_id = $1 AND slug = $2 AND deleted_at IS NULL RETURNING id, slug",
+         WHERE team_id = $1 AND slug = $2 AND deleted_at IS NULL RETURNING id, slug",
     )
-    .bind(member.as_uuid())
+    .bind(team.as_uuid())
     .bind(slug.as_str())
     .fetch_optional(&mut *tx)
     .await?)
 }
 
-/// Raises each of the member's live queues to the size its add-on row pays for (billing calls
+/// Raises each of the team's live queues to the size its add-on row pays for (billing calls
 /// this once Stripe has the item); the queues raised.
-pub(crate) async fn raise_to_paid_sizes(tx: &mut PgConnection, member: MemberId) -> ApiResult<Vec<QueueRow>> {
+pub(crate) async fn raise_to_paid_sizes(tx: &mut PgConnection, team: TeamId) -> ApiResult<Vec<QueueRow>> {
     Ok(sqlx::query_as::<_, QueueRow>(&format!(
         "UPDATE queues q SET payload_size = a.payload_size, revision = q.revision + 1, updated_at = now()
          FROM queue_add_ons a
-         WHERE a.queue_id = q.id AND q.member_id = $1 AND q.deleted_at IS NULL AND q.payload_size < a.payload_size
+         WHERE a.queue_id = q.id AND q.team_id = $1 AND q.deleted_at IS NULL AND q.payload_size < a.payload_size
          RETURNING {}",
         q_columns()
     ))
-    .bind(member.as_uuid())
+    .bind(team.as_uuid())
     .fetch_all(&mut *tx)
     .await?)
 }
 
-/// Lowers every live queue of the member larger than `size` to it; the queues lowered.
-pub(crate) async fn lower_sizes_to(tx: &mut PgConnection, member: MemberId, size: u64) -> ApiResult<Vec<QueueRow>> {
+/// Lowers every live queue of the team larger than `size` to it; the queues lowered.
+pub(crate) async fn lower_sizes_to(tx: &mut PgConnection, team: TeamId, size: u64) -> ApiResult<Vec<QueueRow>> {
     Ok(sqlx::query_as::<_, QueueRow>(&format!(
         "UPDATE queues SET payload_size = $2, revision = revision + 1, updated_at = now()
-         WHERE member_id = $1 AND deleted_at IS NULL AND payload_size > $2 RETURNING {COLUMNS}"
+         WHERE team_id = $1 AND deleted_at IS NULL AND payload_size > $2 RETURNING {COLUMNS}"
     ))
-    .bind(member.as_uuid())
+    .bind(team.as_uuid())
     .bind(size as i64)
     .fetch_all(&mut *tx)
     .await?)

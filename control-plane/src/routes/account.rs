@@ -3,6 +3,7 @@
 use crate::account::{self, AccountDeletion};
 use crate::auth::AuthMember;
 use crate::state::ControlPlane;
+use crate::teams::RequestOrigin;
 use aqs_core::{ApiJson, ApiResult};
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -16,8 +17,9 @@ aqs_core::errors!(AccountErrors: "invalid_request", "unauthorized", "not_found",
 pub(super) async fn delete(
     State(cp): State<ControlPlane>,
     AuthMember(member): AuthMember,
+    origin: RequestOrigin,
     ApiJson(confirm): ApiJson<AccountDeletion>,
 ) -> ApiResult<StatusCode> {
-    account::delete(&cp, &member, confirm).await?;
+    account::delete(&cp, &member, confirm, origin).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -1,11 +1,12 @@
 //! `/api/v1/billing…` and `/api/v1/admin/billing`: the member's billing, payment-method setup,
 //! the portal, the budget, Stripe's webhook, and the operators' list.
 
-use crate::auth::{AuthMember, AuthOperator};
+use crate::auth::AuthOperator;
 use crate::billing::account::{self, Budget, BudgetInput, Overview};
 use crate::billing::admin::{self, MemberBilling};
 use crate::billing::webhook::{self, Received};
 use crate::state::ControlPlane;
+use crate::teams::Caller;
 use aqs_core::{ApiJson, ApiQuery, ApiResult};
 use axum::body::Bytes;
 use axum::extract::State;
@@ -42,30 +43,30 @@ aqs_core::errors!(OperatorErrors: "invalid_request", "not_found", "service_unava
 
 #[utoipa::path(get, path = "/api/v1/billing", operation_id = "billing_get", tag = "billing",
     responses((status = 200, body = BillingBody, description = "Payment method, add-ons, usage and budget."), BillingErrors), security(("session" = [])))]
-pub(super) async fn get(State(cp): State<ControlPlane>, member: AuthMember) -> ApiResult<ApiJson<BillingBody>> {
-    Ok(ApiJson(BillingBody { billing: account::overview(&cp, member.id()).await? }))
+pub(super) async fn get(State(cp): State<ControlPlane>, caller: Caller) -> ApiResult<ApiJson<BillingBody>> {
+    Ok(ApiJson(BillingBody { billing: account::overview(&cp, caller.team).await? }))
 }
 
 #[utoipa::path(post, path = "/api/v1/billing/setup", operation_id = "billing_setup", tag = "billing",
     responses((status = 200, body = UrlBody, description = "Where to add a payment method."), BillingErrors), security(("session" = [])))]
-pub(super) async fn setup(State(cp): State<ControlPlane>, member: AuthMember) -> ApiResult<ApiJson<UrlBody>> {
-    Ok(ApiJson(UrlBody { url: account::setup_url(&cp, member.id()).await? }))
+pub(super) async fn setup(State(cp): State<ControlPlane>, caller: Caller) -> ApiResult<ApiJson<UrlBody>> {
+    Ok(ApiJson(UrlBody { url: account::setup_url(&cp, caller.team).await? }))
 }
 
 #[utoipa::path(post, path = "/api/v1/billing/portal", operation_id = "billing_portal", tag = "billing",
     responses((status = 200, body = UrlBody, description = "The payment provider's portal."), BillingErrors), security(("session" = [])))]
-pub(super) async fn portal(State(cp): State<ControlPlane>, member: AuthMember) -> ApiResult<ApiJson<UrlBody>> {
-    Ok(ApiJson(UrlBody { url: account::portal_url(&cp, member.id()).await? }))
+pub(super) async fn portal(State(cp): State<ControlPlane>, caller: Caller) -> ApiResult<ApiJson<UrlBody>> {
+    Ok(ApiJson(UrlBody { url: account::portal_url(&cp, caller.team).await? }))
 }
 
 #[utoipa::path(put, path = "/api/v1/billing/budget", operation_id = "billing_budget", tag = "billing", request_body = BudgetInput,
     responses((status = 200, body = BudgetBody, description = "The budget as set."), BudgetErrors), security(("session" = [])))]
 pub(super) async fn budget(
     State(cp): State<ControlPlane>,
-    member: AuthMember,
+    caller: Caller,
     ApiJson(input): ApiJson<BudgetInput>,
 ) -> ApiResult<ApiJson<BudgetBody>> {
-    Ok(ApiJson(BudgetBody { budget: account::set_budget(&cp, member.id(), input).await? }))
+    Ok(ApiJson(BudgetBody { budget: account::set_budget(&cp, &caller, input).await? }))
 }
 
 #[utoipa::path(post, path = "/api/v1/billing/webhook", operation_id = "billing_webhook", tag = "billing", params(("stripe-signature" = Option<String>, Header, description = "The payment provider's signature of the body.")), request_body(content = serde_json::Value, description = "A payment-provider event."),

@@ -2,10 +2,11 @@
 //! records, custom hosts pinned to a queue, and the operators' view of every member's hosts.
 
 use super::path::ApiPath;
-use crate::auth::{AuthMember, AuthOperator};
+use crate::auth::AuthOperator;
 use crate::domains::{self, Domain, NewDomain};
 use crate::hosts::{self, AdminHost, Host, NewHost};
 use crate::state::ControlPlane;
+use crate::teams::Caller;
 use aqs_core::{ApiJson, ApiQuery, ApiResult};
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -58,37 +59,37 @@ aqs_core::errors!(OperatorListErrors: "invalid_request", "not_found", "service_u
     responses((status = 201, body = DomainBody, description = "The domain, with the TXT record that proves it."), CreateErrors), security(("session" = [])))]
 pub(super) async fn create_domain(
     State(cp): State<ControlPlane>,
-    member: AuthMember,
+    caller: Caller,
     ApiJson(input): ApiJson<NewDomain>,
 ) -> ApiResult<(StatusCode, ApiJson<DomainBody>)> {
-    let domain = domains::create(&cp, member.id(), input).await?;
+    let domain = domains::create(&cp, &caller, input).await?;
     Ok((StatusCode::CREATED, ApiJson(DomainBody { domain })))
 }
 
 #[utoipa::path(get, path = "/api/v1/domains", operation_id = "hosts_list_domains", tag = "hosts",
     responses((status = 200, body = DomainList, description = "The member's domains."), ListErrors), security(("session" = [])))]
-pub(super) async fn list_domains(State(cp): State<ControlPlane>, member: AuthMember) -> ApiResult<ApiJson<DomainList>> {
-    Ok(ApiJson(DomainList { domains: domains::list(&cp, member.id()).await? }))
+pub(super) async fn list_domains(State(cp): State<ControlPlane>, caller: Caller) -> ApiResult<ApiJson<DomainList>> {
+    Ok(ApiJson(DomainList { domains: domains::list(&cp, caller.team).await? }))
 }
 
 #[utoipa::path(get, path = "/api/v1/domains/{id}", operation_id = "hosts_get_domain", tag = "hosts", params(("id" = Uuid, Path, description = "The domain's id.")),
     responses((status = 200, body = DomainBody, description = "The domain."), IdErrors), security(("session" = [])))]
 pub(super) async fn get_domain(
     State(cp): State<ControlPlane>,
-    member: AuthMember,
+    caller: Caller,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<ApiJson<DomainBody>> {
-    Ok(ApiJson(DomainBody { domain: domains::get(&cp, member.id(), id).await? }))
+    Ok(ApiJson(DomainBody { domain: domains::get(&cp, caller.team, id).await? }))
 }
 
 #[utoipa::path(delete, path = "/api/v1/domains/{id}", operation_id = "hosts_delete_domain", tag = "hosts", params(("id" = Uuid, Path, description = "The domain's id.")),
     responses((status = 204, description = "Deleted."), IdErrors), security(("session" = [])))]
 pub(super) async fn delete_domain(
     State(cp): State<ControlPlane>,
-    member: AuthMember,
+    caller: Caller,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    domains::delete(&cp, member.id(), id).await?;
+    domains::delete(&cp, &caller, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -96,47 +97,47 @@ pub(super) async fn delete_domain(
     responses((status = 200, body = DomainBody, description = "The domain after a check of its TXT record (409 while another member holds it verified)."), IdErrors), security(("session" = [])))]
 pub(super) async fn verify_domain(
     State(cp): State<ControlPlane>,
-    member: AuthMember,
+    caller: Caller,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<ApiJson<DomainBody>> {
-    Ok(ApiJson(DomainBody { domain: domains::verify(&cp, member.id(), id).await? }))
+    Ok(ApiJson(DomainBody { domain: domains::verify(&cp, &caller, id).await? }))
 }
 
 #[utoipa::path(post, path = "/api/v1/hosts", operation_id = "hosts_create_host", tag = "hosts", request_body = NewHost,
     responses((status = 201, body = HostBody, description = "The host, with the CNAME record to create."), CreateHostErrors), security(("session" = [])))]
 pub(super) async fn create_host(
     State(cp): State<ControlPlane>,
-    member: AuthMember,
+    caller: Caller,
     ApiJson(input): ApiJson<NewHost>,
 ) -> ApiResult<(StatusCode, ApiJson<HostBody>)> {
-    let host = hosts::create(&cp, member.id(), input).await?;
+    let host = hosts::create(&cp, &caller, input).await?;
     Ok((StatusCode::CREATED, ApiJson(HostBody { host })))
 }
 
 #[utoipa::path(get, path = "/api/v1/hosts", operation_id = "hosts_list_hosts", tag = "hosts",
     responses((status = 200, body = HostList, description = "The member's hosts."), ListErrors), security(("session" = [])))]
-pub(super) async fn list_hosts(State(cp): State<ControlPlane>, member: AuthMember) -> ApiResult<ApiJson<HostList>> {
-    Ok(ApiJson(HostList { hosts: hosts::list(&cp, member.id()).await? }))
+pub(super) async fn list_hosts(State(cp): State<ControlPlane>, caller: Caller) -> ApiResult<ApiJson<HostList>> {
+    Ok(ApiJson(HostList { hosts: hosts::list(&cp, caller.team).await? }))
 }
 
 #[utoipa::path(get, path = "/api/v1/hosts/{id}", operation_id = "hosts_get_host", tag = "hosts", params(("id" = Uuid, Path, description = "The host's id.")),
     responses((status = 200, body = HostBody, description = "The host."), IdErrors), security(("session" = [])))]
 pub(super) async fn get_host(
     State(cp): State<ControlPlane>,
-    member: AuthMember,
+    caller: Caller,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<ApiJson<HostBody>> {
-    Ok(ApiJson(HostBody { host: hosts::get(&cp, member.id(), id).await? }))
+    Ok(ApiJson(HostBody { host: hosts::get(&cp, caller.team, id).await? }))
 }
 
 #[utoipa::path(delete, path = "/api/v1/hosts/{id}", operation_id = "hosts_delete_host", tag = "hosts", params(("id" = Uuid, Path, description = "The host's id.")),
     responses((status = 204, description = "Deleted: no longer served."), IdErrors), security(("session" = [])))]
 pub(super) async fn delete_host(
     State(cp): State<ControlPlane>,
-    member: AuthMember,
+    caller: Caller,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    hosts::delete(&cp, member.id(), id).await?;
+    hosts::delete(&cp, &caller, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -144,10 +145,10 @@ pub(super) async fn delete_host(
     responses((status = 200, body = HostBody, description = "The host, checked again now."), IdErrors), security(("session" = [])))]
 pub(super) async fn check_host(
     State(cp): State<ControlPlane>,
-    member: AuthMember,
+    caller: Caller,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<ApiJson<HostBody>> {
-    Ok(ApiJson(HostBody { host: hosts::check(&cp, member.id(), id).await? }))
+    Ok(ApiJson(HostBody { host: hosts::check(&cp, &caller, id).await? }))
 }
 
 /// `?status=` of the operators' host list: parsed by `ApiQuery` into this struct, which also

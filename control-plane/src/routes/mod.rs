@@ -13,10 +13,12 @@ mod queues;
 mod tokens;
 
 use crate::state::ControlPlane;
+use crate::teams::TeamRole;
+use crate::teams::need;
 use aqs_core::openapi::Routes;
 use axum::Router;
 use axum::middleware;
-use axum::routing::{delete, get, post, put};
+use axum::routing::{delete, get, patch, post, put};
 
 pub use openapi::document;
 
@@ -39,6 +41,13 @@ fn document_route() -> Routes<ControlPlane> {
     Routes::new().route("/api/v1/openapi.json", get(openapi::serve))
 }
 
+const VIEWER: TeamRole = TeamRole::Viewer;
+const DEVELOPER: TeamRole = TeamRole::Developer;
+const ADMIN: TeamRole = TeamRole::Admin;
+const OWNER: TeamRole = TeamRole::Owner;
+
+/// Each team route declares the least role it needs beside it (`need`), which the `Caller`
+/// extractor checks; a team route without one answers 500, never serves (docs/teams.md).
 fn routes() -> Routes<ControlPlane> {
     Routes::new()
         .route("/api/v1/auth/signup", post(auth::signup))
@@ -50,31 +59,52 @@ fn routes() -> Routes<ControlPlane> {
         .route("/api/v1/auth/sessions", get(auth::sessions))
         .route("/api/v1/auth/sessions/{id}", delete(auth::end_session))
         .route("/api/v1/account", delete(account::delete))
-        .route("/api/v1/queues", post(queues::create).get(queues::list))
-        .route("/api/v1/queues/{slug}", get(queues::get).patch(queues::update).delete(queues::delete))
-        .route("/api/v1/queues/{slug}/pause", post(queues::pause))
-        .route("/api/v1/queues/{slug}/resume", post(queues::resume))
-        .route("/api/v1/queues/{slug}/tokens", post(tokens::mint).get(tokens::list))
-        .route("/api/v1/queues/{slug}/tokens/{id}", delete(tokens::revoke))
-        .route("/api/v1/queues/{slug}/push", put(push::set).get(push::get).delete(push::stop))
-        .route("/api/v1/queues/{slug}/push/rotate-secret", post(push::rotate_secret))
-        .route("/api/v1/queues/{slug}/push/deliveries", get(push::deliveries))
-        .route("/api/v1/push/callback-urls", get(push::callback_urls))
+        .route("/api/v1/queues", post(queues::create).layer(need(ADMIN)).merge(get(queues::list).layer(need(VIEWER))))
+        .route(
+            "/api/v1/queues/{slug}",
+            get(queues::get).layer(need(VIEWER)).merge(patch(queues::update).delete(queues::delete).layer(need(ADMIN))),
+        )
+        .route("/api/v1/queues/{slug}/pause", post(queues::pause).layer(need(ADMIN)))
+        .route("/api/v1/queues/{slug}/resume", post(queues::resume).layer(need(ADMIN)))
+        .route(
+            "/api/v1/queues/{slug}/tokens",
+            post(tokens::mint).layer(need(DEVELOPER)).merge(get(tokens::list).layer(need(VIEWER))),
+        )
+        .route("/api/v1/queues/{slug}/tokens/{id}", delete(tokens::revoke).layer(need(DEVELOPER)))
+        .route(
+            "/api/v1/queues/{slug}/push",
+            get(push::get).layer(need(VIEWER)).merge(put(push::set).delete(push::stop).layer(need(ADMIN))),
+        )
+        .route("/api/v1/queues/{slug}/push/rotate-secret", post(push::rotate_secret).layer(need(ADMIN)))
+        .route("/api/v1/queues/{slug}/push/deliveries", get(push::deliveries).layer(need(VIEWER)))
+        .route("/api/v1/push/callback-urls", get(push::callback_urls).layer(need(VIEWER)))
         .route("/api/v1/admin/members", get(admin::find_member))
         .route("/api/v1/admin/members/{id}/callback-urls", get(admin::list).post(admin::add))
         .route("/api/v1/admin/members/{id}/callback-urls/{url_id}", delete(admin::remove))
-        .route("/api/v1/domains", post(hosts::create_domain).get(hosts::list_domains))
-        .route("/api/v1/domains/{id}", get(hosts::get_domain).delete(hosts::delete_domain))
-        .route("/api/v1/domains/{id}/verify", post(hosts::verify_domain))
-        .route("/api/v1/hosts", post(hosts::create_host).get(hosts::list_hosts))
-        .route("/api/v1/hosts/{id}", get(hosts::get_host).delete(hosts::delete_host))
-        .route("/api/v1/hosts/{id}/check", post(hosts::check_host))
+        .route(
+            "/api/v1/domains",
+            post(hosts::create_domain).layer(need(ADMIN)).merge(get(hosts::list_domains).layer(need(VIEWER))),
+        )
+        .route(
+            "/api/v1/domains/{id}",
+            get(hosts::get_domain).layer(need(VIEWER)).merge(delete(hosts::delete_domain).layer(need(ADMIN))),
+        )
+        .route("/api/v1/domains/{id}/verify", post(hosts::verify_domain).layer(need(ADMIN)))
+        .route(
+            "/api/v1/hosts",
+            post(hosts::create_host).layer(need(ADMIN)).merge(get(hosts::list_hosts).layer(need(VIEWER))),
+        )
+        .route(
+            "/api/v1/hosts/{id}",
+            get(hosts::get_host).layer(need(VIEWER)).merge(delete(hosts::delete_host).layer(need(ADMIN))),
+        )
+        .route("/api/v1/hosts/{id}/check", post(hosts::check_host).layer(need(ADMIN)))
         .route("/api/v1/admin/hosts", get(hosts::admin_list))
         .route("/api/v1/admin/hosts/{id}/check", post(hosts::admin_check))
-        .route("/api/v1/billing", get(billing::get))
-        .route("/api/v1/billing/setup", post(billing::setup))
-        .route("/api/v1/billing/portal", post(billing::portal))
-        .route("/api/v1/billing/budget", put(billing::budget))
+        .route("/api/v1/billing", get(billing::get).layer(need(VIEWER)))
+        .route("/api/v1/billing/setup", post(billing::setup).layer(need(OWNER)))
+        .route("/api/v1/billing/portal", post(billing::portal).layer(need(OWNER)))
+        .route("/api/v1/billing/budget", put(billing::budget).layer(need(OWNER)))
         .route("/api/v1/billing/webhook", post(billing::webhook))
         .route("/api/v1/admin/billing", get(billing::admin_list))
 }

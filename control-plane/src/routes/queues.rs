@@ -1,10 +1,10 @@
 //! `/api/v1/queues` and `/api/v1/queues/{slug}`: a member's queues.
 
 use super::path::ApiPath;
-use crate::auth::AuthMember;
 use crate::queues::{self, NewQueue, Queue, QueueChanges};
 use crate::slug::Slug;
 use crate::state::ControlPlane;
+use crate::teams::Caller;
 use crate::tokens::CreatedToken;
 use aqs_core::{ApiJson, ApiResult};
 use axum::extract::State;
@@ -39,27 +39,27 @@ aqs_core::errors!(UpdateErrors: "invalid_request", "unauthorized", "payment_requ
     responses((status = 201, body = Created, description = "The queue and its first token (the secret is shown this once)."), CreateErrors), security(("session" = [])))]
 pub(super) async fn create(
     State(cp): State<ControlPlane>,
-    member: AuthMember,
+    caller: Caller,
     ApiJson(input): ApiJson<NewQueue>,
 ) -> ApiResult<(StatusCode, ApiJson<Created>)> {
-    let (queue, token) = queues::create(&cp, member.id(), input).await?;
+    let (queue, token) = queues::create(&cp, &caller, input).await?;
     Ok((StatusCode::CREATED, ApiJson(Created { queue, token })))
 }
 
 #[utoipa::path(get, path = "/api/v1/queues", operation_id = "queues_list", tag = "queues",
     responses((status = 200, body = QueueList, description = "The member's queues."), ListErrors), security(("session" = [])))]
-pub(super) async fn list(State(cp): State<ControlPlane>, member: AuthMember) -> ApiResult<ApiJson<QueueList>> {
-    Ok(ApiJson(QueueList { queues: queues::list(&cp, member.id()).await? }))
+pub(super) async fn list(State(cp): State<ControlPlane>, caller: Caller) -> ApiResult<ApiJson<QueueList>> {
+    Ok(ApiJson(QueueList { queues: queues::list(&cp, caller.team).await? }))
 }
 
 #[utoipa::path(get, path = "/api/v1/queues/{slug}", operation_id = "queues_get", tag = "queues", params(("slug" = String, Path, description = "The queue's slug.")),
     responses((status = 200, body = QueueBody, description = "The queue."), SlugErrors), security(("session" = [])))]
 pub(super) async fn get(
     State(cp): State<ControlPlane>,
-    member: AuthMember,
+    caller: Caller,
     ApiPath(slug): ApiPath<Slug>,
 ) -> ApiResult<ApiJson<QueueBody>> {
-    Ok(ApiJson(QueueBody { queue: queues::get(&cp, member.id(), &slug).await? }))
+    Ok(ApiJson(QueueBody { queue: queues::get(&cp, caller.team, &slug).await? }))
 }
 
 /// 200 with the queue as changed; 202 when a larger payload size waits for Stripe (the queue
@@ -68,12 +68,12 @@ pub(super) async fn get(
     responses((status = 200, body = QueueBody, description = "The queue as changed."), (status = 202, body = QueueBody, description = "A larger payload size waits for the payment provider; the queue still shows the old size."), UpdateErrors), security(("session" = [])))]
 pub(super) async fn update(
     State(cp): State<ControlPlane>,
-    member: AuthMember,
+    caller: Caller,
     ApiPath(slug): ApiPath<Slug>,
     ApiJson(changes): ApiJson<QueueChanges>,
 ) -> ApiResult<(StatusCode, ApiJson<QueueBody>)> {
     let requested = changes.payload_size;
-    let queue = queues::update(&cp, member.id(), &slug, changes).await?;
+    let queue = queues::update(&cp, &caller, &slug, changes).await?;
     let status = match requested {
         Some(size) if size > queue.payload_size => StatusCode::ACCEPTED,
         _ => StatusCode::OK,
@@ -85,10 +85,10 @@ pub(super) async fn update(
     responses((status = 204, description = "Deleted with its messages and tokens."), SlugErrors), security(("session" = [])))]
 pub(super) async fn delete(
     State(cp): State<ControlPlane>,
-    member: AuthMember,
+    caller: Caller,
     ApiPath(slug): ApiPath<Slug>,
 ) -> ApiResult<StatusCode> {
-    queues::delete(&cp, member.id(), &slug).await?;
+    queues::delete(&cp, &caller, &slug).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -96,18 +96,18 @@ pub(super) async fn delete(
     responses((status = 200, body = QueueBody, description = "Paused: no publishes, deliveries or pushes."), SlugErrors), security(("session" = [])))]
 pub(super) async fn pause(
     State(cp): State<ControlPlane>,
-    member: AuthMember,
+    caller: Caller,
     ApiPath(slug): ApiPath<Slug>,
 ) -> ApiResult<ApiJson<QueueBody>> {
-    Ok(ApiJson(QueueBody { queue: queues::pause(&cp, member.id(), &slug).await? }))
+    Ok(ApiJson(QueueBody { queue: queues::pause(&cp, &caller, &slug).await? }))
 }
 
 #[utoipa::path(post, path = "/api/v1/queues/{slug}/resume", operation_id = "queues_resume", tag = "queues", params(("slug" = String, Path, description = "The queue's slug.")),
     responses((status = 200, body = QueueBody, description = "Resumed."), SlugErrors), security(("session" = [])))]
 pub(super) async fn resume(
     State(cp): State<ControlPlane>,
-    member: AuthMember,
+    caller: Caller,
     ApiPath(slug): ApiPath<Slug>,
 ) -> ApiResult<ApiJson<QueueBody>> {
-    Ok(ApiJson(QueueBody { queue: queues::resume(&cp, member.id(), &slug).await? }))
+    Ok(ApiJson(QueueBody { queue: queues::resume(&cp, &caller, &slug).await? }))
 }

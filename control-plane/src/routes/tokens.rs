@@ -1,9 +1,9 @@
 //! `/api/v1/queues/{slug}/tokens`: a queue's tokens.
 
 use super::path::ApiPath;
-use crate::auth::AuthMember;
 use crate::slug::Slug;
 use crate::state::ControlPlane;
+use crate::teams::Caller;
 use crate::tokens::{self, CreatedToken, NewToken, Token};
 use aqs_core::{ApiJson, ApiResult};
 use axum::extract::State;
@@ -28,11 +28,11 @@ aqs_core::errors!(SlugErrors: "unauthorized", "not_found", "conflict", "service_
     responses((status = 201, body = Minted, description = "The token with its secret, shown this once."), MintErrors), security(("session" = [])))]
 pub(super) async fn mint(
     State(cp): State<ControlPlane>,
-    member: AuthMember,
+    caller: Caller,
     ApiPath(slug): ApiPath<Slug>,
     ApiJson(input): ApiJson<NewToken>,
 ) -> ApiResult<(StatusCode, ApiJson<Minted>)> {
-    let token = tokens::mint(&cp, member.id(), &slug, input).await?;
+    let token = tokens::mint(&cp, &caller, &slug, input).await?;
     Ok((StatusCode::CREATED, ApiJson(Minted { token })))
 }
 
@@ -40,19 +40,19 @@ pub(super) async fn mint(
     responses((status = 200, body = TokenList, description = "The queue's tokens, without secrets."), SlugErrors), security(("session" = [])))]
 pub(super) async fn list(
     State(cp): State<ControlPlane>,
-    member: AuthMember,
+    caller: Caller,
     ApiPath(slug): ApiPath<Slug>,
 ) -> ApiResult<ApiJson<TokenList>> {
-    Ok(ApiJson(TokenList { tokens: tokens::list(&cp, member.id(), &slug).await? }))
+    Ok(ApiJson(TokenList { tokens: tokens::list(&cp, caller.team, &slug).await? }))
 }
 
 #[utoipa::path(delete, path = "/api/v1/queues/{slug}/tokens/{id}", operation_id = "tokens_revoke", tag = "tokens", params(("slug" = String, Path, description = "The queue's slug."), ("id" = String, Path, description = "The token's id.")),
     responses((status = 204, description = "Revoked on every replica within a second."), SlugErrors), security(("session" = [])))]
 pub(super) async fn revoke(
     State(cp): State<ControlPlane>,
-    member: AuthMember,
+    caller: Caller,
     ApiPath((slug, id)): ApiPath<(Slug, String)>,
 ) -> ApiResult<StatusCode> {
-    tokens::revoke(&cp, member.id(), &slug, &id).await?;
+    tokens::revoke(&cp, &caller, &slug, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -167,7 +167,7 @@ async fn deleting_the_account_removes_its_queues_and_data_and_it_cannot_log_in(d
     }
     assert_eq!(app.live_queue_ids().await, vec![kept_id.to_string()]);
     let live: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM queues q JOIN members m ON m.id = q.member_id
+        "SELECT count(*) FROM queues q JOIN members m ON m.id = q.team_id
          WHERE m.email = 'ada@example.com' AND q.deleted_at IS NULL",
     )
     .fetch_one(&db)

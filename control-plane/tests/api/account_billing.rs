@@ -20,7 +20,7 @@ fn cancellations(b: &Billed, subscription: &str) -> usize {
 }
 
 async fn pending_syncs(b: &Billed, member: Uuid) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM billing_outbox WHERE member_id = $1 AND done_at IS NULL")
+    sqlx::query_scalar("SELECT count(*) FROM billing_outbox WHERE team_id = $1 AND done_at IS NULL")
         .bind(member)
         .fetch_one(b.app.cp.db())
         .await
@@ -63,7 +63,7 @@ async fn deleting_the_account_cancels_the_subscription_once_even_when_the_sync_r
     assert_eq!(cancellations(&b, &subscription), 1, "{:?}", b.stripe.writes());
 
     // Another sync of the member (a retry, a replica's late row) finds nothing left to cancel.
-    sqlx::query("INSERT INTO billing_outbox (member_id, reason) VALUES ($1, 'sync again')")
+    sqlx::query("INSERT INTO billing_outbox (team_id, reason) VALUES ($1, 'sync again')")
         .bind(member)
         .execute(b.app.cp.db())
         .await

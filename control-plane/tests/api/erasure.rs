@@ -108,7 +108,7 @@ async fn a_deleted_members_email_is_left_nowhere_and_the_address_can_sign_up_aga
     let marker = marker.expect("an erasure marker");
     assert!(marker.starts_with("erased_"), "{marker}");
     assert!(!marker.contains(&hex::encode(Sha256::digest(EMAIL.as_bytes()))[..16]), "not derived from the email");
-    let kept: Option<String> = sqlx::query_scalar("SELECT customer_id FROM billing_accounts WHERE member_id = $1")
+    let kept: Option<String> = sqlx::query_scalar("SELECT customer_id FROM billing_accounts WHERE team_id = $1")
         .bind(id)
         .fetch_one(&db)
         .await

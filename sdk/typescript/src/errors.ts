@@ -12,6 +12,7 @@ export const ERROR_CODES = [
   "payment_required",
   "forbidden",
   "queue_limit_reached",
+  "team_suspended",
   "not_found",
   "method_not_allowed",
   "conflict",
