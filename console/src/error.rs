@@ -21,6 +21,9 @@ pub(crate) enum ConsoleError {
     NotFound,
     /// A POST without a valid CSRF token.
     Csrf,
+    /// The member's role in the team is too low for this (the message names the role needed), or
+    /// the team is suspended and its forms are refused: a 403 page.
+    Forbidden { heading: &'static str, message: String },
     BadRequest(String),
     Unavailable,
     Internal(anyhow::Error),
@@ -56,6 +59,13 @@ impl From<ApiError> for ConsoleError {
         match err {
             ApiError::Unauthorized(_) => Self::LoginRequired,
             ApiError::NotFound(_) => Self::NotFound,
+            ApiError::Forbidden(message) => {
+                Self::Forbidden { heading: "Your role does not allow this", message: crate::fields::sentence(&message) }
+            }
+            ApiError::TeamSuspended(message) => Self::Forbidden {
+                heading: "This team is suspended",
+                message: format!("{} Its pages are read-only.", crate::fields::sentence(&message)),
+            },
             ApiError::ServiceUnavailable { .. } => Self::Unavailable,
             ApiError::Internal(err) => Self::Internal(err),
             other if other.status().is_client_error() => Self::BadRequest(other.to_string()),
@@ -87,6 +97,7 @@ impl IntoResponse for ConsoleError {
                  shown. Go back, reload the page and try again."
                     .to_owned(),
             ),
+            Self::Forbidden { heading, message } => (StatusCode::FORBIDDEN, heading, message),
             Self::BadRequest(message) => (StatusCode::BAD_REQUEST, "That did not work", message),
             Self::Unavailable => (
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -14,11 +14,11 @@ use crate::cookies::{self, Cookies};
 use crate::csrf;
 use crate::error::ConsoleError;
 use crate::flash;
-use crate::layout::Chrome;
+use crate::layout::{Can, Chrome};
 use crate::posted::{self, Upload};
 use crate::state::ConsoleState;
 use aqs_control_plane::client_addr::ClientAddr;
-use aqs_control_plane::teams::RequestOrigin;
+use aqs_control_plane::teams::{RequestOrigin, TeamRole};
 use aqs_control_plane::{AuthOperator, Caller, MemberId, TeamId, auth};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
@@ -63,7 +63,32 @@ impl CurrentMember {
     pub(crate) fn chrome(&self, title: impl Into<String>) -> Chrome {
         let mut chrome = Chrome::new(title, Some(self.email.clone()), self.csrf.clone(), self.flash.clone());
         chrome.operator = self.operator.is_some();
+        // The banner puts its own full stop after the reason.
+        chrome.suspended = self.caller.suspended.as_deref().map(|r| r.trim().trim_end_matches('.').to_owned());
+        chrome.can = Can {
+            read_bodies: self.caller.require(TeamRole::Developer).is_ok(),
+            develop: self.may(TeamRole::Developer),
+            administer: self.may(TeamRole::Admin),
+            own: self.may(TeamRole::Owner),
+        };
         chrome
+    }
+
+    /// Whether a form needing `role` may change the team now (the role, and no suspension).
+    pub(crate) fn may(&self, role: TeamRole) -> bool {
+        self.caller.require_to_change(role).is_ok()
+    }
+
+    /// Before a form changes the team: the 403 page naming the role needed, or saying the team is
+    /// suspended.
+    pub(crate) fn may_change(&self, role: TeamRole) -> Result<(), ConsoleError> {
+        Ok(self.caller.require_to_change(role)?)
+    }
+
+    /// Before a page shows message bodies: the 403 page naming the role needed (a suspended team's
+    /// members still read theirs).
+    pub(crate) fn may_read_bodies(&self) -> Result<(), ConsoleError> {
+        Ok(self.caller.require(TeamRole::Developer)?)
     }
 }
 

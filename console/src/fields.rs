@@ -67,7 +67,7 @@ impl FieldErrors {
 }
 
 /// "must be between 1 and 100" → "Must be between 1 and 100."
-fn sentence(text: &str) -> String {
+pub(crate) fn sentence(text: &str) -> String {
     let text = text.trim();
     let mut chars = text.chars();
     let mut out: String = chars.next().map(|c| c.to_uppercase().collect()).unwrap_or_default();

@@ -30,6 +30,7 @@ mod pages {
     mod push_deliveries;
     mod queues;
     mod resubmit;
+    mod roles;
     mod send_size;
     mod send_upload;
     mod session_devices;

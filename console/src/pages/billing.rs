@@ -4,6 +4,7 @@
 //! billing off it says so. Every Stripe step is a form post that redirects to Stripe. Every form
 //! carries a one-time id (`once`): a replay comes back here and is not sent again.
 
+use aqs_control_plane::TeamRole;
 use super::INVALID;
 use crate::error::PageResult;
 use crate::extract::{CurrentMember, FormData};
@@ -122,6 +123,7 @@ pub(crate) async fn setup(
     member: CurrentMember,
     form: FormData,
 ) -> PageResult<Response> {
+    member.may_change(TeamRole::Owner)?;
     let act = async { Ok(to_stripe(account::setup_url(state.control(), member.team).await)) };
     form::run(&state, &member, &form, act).await
 }
@@ -132,6 +134,7 @@ pub(crate) async fn portal(
     member: CurrentMember,
     form: FormData,
 ) -> PageResult<Response> {
+    member.may_change(TeamRole::Owner)?;
     let act = async { Ok(to_stripe(account::portal_url(state.control(), member.team).await)) };
     form::run(&state, &member, &form, act).await
 }
@@ -149,6 +152,7 @@ pub(crate) async fn budget(
     member: CurrentMember,
     form: FormData,
 ) -> PageResult<Response> {
+    member.may_change(TeamRole::Owner)?;
     let mut errors = FieldErrors::default();
     let dollars = fields::number::<u64>(&mut errors, "monthly_limit", form.get("monthly_limit_dollars"), None);
     let percent = fields::number::<u32>(&mut errors, "alert_percent", form.get("alert_percent"), None);

@@ -3,6 +3,7 @@
 //! goes, whose form POSTs to the action's own route, like every other destructive action of the
 //! console (no JavaScript).
 
+use aqs_control_plane::TeamRole;
 use crate::error::PageResult;
 use crate::extract::CurrentMember;
 use crate::layout::Chrome;
@@ -34,6 +35,7 @@ pub(crate) async fn remove_host(
     Path(id): Path<Uuid>,
 ) -> PageResult<ConfirmPage> {
     let host = hosts::get(state.control(), member.team, id).await?;
+    member.may_change(TeamRole::Admin)?;
     Ok(ConfirmPage {
         chrome: member.chrome(format!("Remove {}", host.hostname)),
         heading: format!("Remove the host {}?", host.hostname),
@@ -55,6 +57,7 @@ pub(crate) async fn remove_domain(
     Path(id): Path<Uuid>,
 ) -> PageResult<ConfirmPage> {
     let domain = domains::get(state.control(), member.team, id).await?;
+    member.may_change(TeamRole::Admin)?;
     Ok(ConfirmPage {
         chrome: member.chrome(format!("Remove {}", domain.name)),
         heading: format!("Remove the domain {}?", domain.name),
@@ -92,6 +95,7 @@ pub(crate) async fn delete_message(
     Query(query): Query<super::message_delete::DeleteQuery>,
 ) -> PageResult<ConfirmPage> {
     let queue = super::load_queue(&state, &member, &slug).await?;
+    member.may_change(TeamRole::Admin)?;
     let reference = query.reference()?;
     let found = state.engine().message(queue.id, &reference, aqs_core::time::now_ms()).await?;
     let message = found.ok_or(crate::error::ConsoleError::NotFound)?;

@@ -3,9 +3,11 @@
 //! it gets instead, and a name the member already uses is warned about here and on the "created"
 //! page, never refused), the visibility timeout, the maximum attempts and the payload size, or the
 //! defaults. On success the form redirects to the "created" page, which shows the first token once
-//! (a reload shows it no more; a resubmission creates nothing: see `once`). At the per-member queue
-//! limit the form is shown disabled with the reason, before anything is typed.
+//! (a reload shows it no more; a resubmission creates nothing: see `once`). At the team's queue
+//! limit, or to a role below admin, the form is shown disabled with the reason, before anything is
+//! typed.
 
+use aqs_control_plane::TeamRole;
 use super::INVALID;
 use super::load_queue;
 use crate::error::PageResult;
@@ -16,10 +18,11 @@ use crate::layout::Chrome;
 use crate::once;
 use crate::state::ConsoleState;
 use aqs_control_plane::slug::Slug;
-use aqs_control_plane::{NewQueue, QueueChanges, queues, slug};
+use aqs_control_plane::teams::store;
+use aqs_control_plane::{NewQueue, QueueChanges, TeamRole, queues, slug};
 use aqs_core::limits::{
-    MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_MAX, MIB, PAYLOAD_SIZE_DEFAULT, PAYLOAD_SIZES, QUEUES_PER_MEMBER,
-    VISIBILITY_DEFAULT_SECS, VISIBILITY_MAX_SECS,
+    MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_MAX, MIB, PAYLOAD_SIZE_DEFAULT, PAYLOAD_SIZES, VISIBILITY_DEFAULT_SECS,
+    VISIBILITY_MAX_SECS,
 };
 use askama::Template;
 use askama_web::WebTemplate;
@@ -66,9 +69,12 @@ struct CreatePage {
     visibility_max: u32,
     attempts_max: u32,
     form_id: String,
-    /// The member has as many queues as allowed: the form is shown disabled, saying why.
+    /// The team has as many queues as allowed: the form is shown disabled, saying why.
     at_limit: bool,
     limit: i64,
+    /// The member's role may not create queues (or the team is suspended): the form is shown
+    /// disabled, saying why.
+    may_create: bool,
 }
 
 #[derive(Template, WebTemplate)]
@@ -84,13 +90,14 @@ struct CreatedPage {
     same_name: Vec<(String, String)>,
 }
 
-/// True when the member may create no more queues.
-async fn at_limit(state: &ConsoleState, member: &CurrentMember) -> PageResult<bool> {
-    Ok(queues::list(state.control(), member.team).await?.len() as i64 >= QUEUES_PER_MEMBER)
+/// The team's queue limit, and whether it has reached it.
+pub(crate) async fn queue_limit(state: &ConsoleState, member: &CurrentMember) -> PageResult<(i64, bool)> {
+    let limit = store::max_queues(state.control().db(), member.team).await?;
+    Ok((limit, queues::list(state.control(), member.team).await?.len() as i64 >= limit))
 }
 
 pub(crate) async fn form(State(state): State<ConsoleState>, member: CurrentMember) -> PageResult {
-    let at_limit = at_limit(&state, &member).await?;
+    let (limit, at_limit) = queue_limit(&state, &member).await?;
     Ok(CreatePage {
         chrome: member.chrome("Create queue"),
         name: String::new(),
@@ -103,7 +110,8 @@ pub(crate) async fn form(State(state): State<ConsoleState>, member: CurrentMembe
         attempts_max: MAX_ATTEMPTS_MAX,
         form_id: once::new_id(),
         at_limit,
-        limit: QUEUES_PER_MEMBER,
+        limit,
+        may_create: member.may(TeamRole::Admin),
     }
     .into_response())
 }
@@ -155,6 +163,7 @@ async fn same_name(
 }
 
 pub(crate) async fn submit(State(state): State<ConsoleState>, member: CurrentMember, form: FormData) -> PageResult {
+    member.may_change(TeamRole::Admin)?;
     let name = form.get("name").trim().to_owned();
     let mut errors = FieldErrors::default();
     let visibility = fields::number(
@@ -226,6 +235,7 @@ async fn typed_page(
     errors: FieldErrors,
     payload: Option<u64>,
 ) -> PageResult<CreatePage> {
+    let (limit, at_limit) = queue_limit(state, member).await?;
     Ok(CreatePage {
         chrome: member.chrome("Create queue"),
         name,
@@ -237,8 +247,9 @@ async fn typed_page(
         visibility_max: VISIBILITY_MAX_SECS,
         attempts_max: MAX_ATTEMPTS_MAX,
         form_id: once::new_id(),
-        at_limit: at_limit(state, member).await?,
-        limit: QUEUES_PER_MEMBER,
+        at_limit,
+        limit,
+        may_create: member.may(TeamRole::Admin),
     })
 }
 

@@ -3,6 +3,7 @@
 //! whose reason contains a text), and replaying or purging one, those the filter selects, or all,
 //! each after a confirmation page. One dead letter's detail is `message_view`.
 
+use aqs_control_plane::TeamRole;
 use super::load_queue;
 use crate::body;
 use crate::error::{ConsoleError, PageResult};
@@ -125,10 +126,12 @@ pub(crate) async fn show(
         text => Some(format::count(state.engine().count_dead_letters(queue.id, text).await?)),
     };
     let filter_param = if reason.is_empty() { String::new() } else { format!("reason={}", encode(&reason)) };
+    let reads_bodies = member.may_read_bodies().is_ok();
     let rows = letters
         .into_iter()
         .map(|d| Row {
-            preview: body::one_line(&d.body_preview, d.body_bytes),
+            // A viewer sees every dead letter but no body: the preview never reaches the page.
+            preview: if reads_bodies { body::one_line(&d.body_preview, d.body_bytes) } else { String::new() },
             size: format::bytes(d.body_bytes),
             id: d.id,
             reason: d.reason,
@@ -179,6 +182,7 @@ pub(crate) async fn confirm(
     let id = message_id(target.id.as_deref())?;
     let reason = reason_filter(target.reason.as_deref())?;
     let queue = load_queue(&state, &member, &slug).await?;
+    member.may_change(TeamRole::Admin)?;
     let total = state.engine().count_dead_letters(queue.id, &reason).await?;
     let (verb, consequence) = match action {
         Action::Replay => ("Replay", "It goes back to the queue with its attempts reset and can be delivered again."),
@@ -223,6 +227,7 @@ pub(crate) async fn act(
     let id = message_id(Some(form.get("id")))?;
     let reason = reason_filter(Some(form.get("reason")))?;
     let queue = load_queue(&state, &member, &slug).await?;
+    member.may_change(TeamRole::Admin)?;
     // Every dead letter only when the form says so (the confirmation's `all`), as the API asks.
     // Checked before the form's one-time id is claimed, so a refused post leaves the form usable.
     let selection = match (&id, reason.as_str(), form.get("all")) {

@@ -4,6 +4,7 @@
 //! Everything goes through the control plane's `domains` and `hosts` service functions. Every
 //! form carries its own one-time id (`once`): a replay is answered with the page, not done again.
 
+use aqs_control_plane::TeamRole;
 use crate::error::PageResult;
 use crate::extract::{CurrentMember, FormData};
 use crate::fields::FieldErrors;
@@ -100,6 +101,7 @@ pub(crate) async fn show(State(state): State<ConsoleState>, member: CurrentMembe
 }
 
 pub(crate) async fn add_domain(State(state): State<ConsoleState>, member: CurrentMember, form: FormData) -> PageResult {
+    member.may_change(TeamRole::Admin)?;
     let name = form.get("name").trim().to_owned();
     let act = async {
         match domains::create(state.control(), &member.caller, NewDomain { name: name.clone() }).await {
@@ -128,6 +130,7 @@ pub(crate) async fn verify_domain(
     Path(id): Path<Uuid>,
     form: FormData,
 ) -> PageResult<Response> {
+    member.may_change(TeamRole::Admin)?;
     let act = async { Ok(Outcome::flash_or_refused(PATH, verify_domain_now(&state, &member, id).await)) };
     form::run(&state, &member, &form, act).await
 }
@@ -151,6 +154,7 @@ pub(crate) async fn remove_domain(
     Path(id): Path<Uuid>,
     form: FormData,
 ) -> PageResult<Response> {
+    member.may_change(TeamRole::Admin)?;
     let act = async { Ok(Outcome::flash_or_refused(PATH, remove_domain_now(&state, &member, id).await)) };
     form::run(&state, &member, &form, act).await
 }
@@ -164,6 +168,7 @@ async fn remove_domain_now(state: &ConsoleState, member: &CurrentMember, id: Uui
 }
 
 pub(crate) async fn add_host(State(state): State<ConsoleState>, member: CurrentMember, form: FormData) -> PageResult {
+    member.may_change(TeamRole::Admin)?;
     let hostname = form.get("hostname").trim().to_owned();
     let queue = form.get("queue").trim().to_owned();
     let input = NewHost { hostname: hostname.clone(), queue: queue.clone() };
@@ -195,6 +200,7 @@ pub(crate) async fn check_host(
     Path(id): Path<Uuid>,
     form: FormData,
 ) -> PageResult<Response> {
+    member.may_change(TeamRole::Admin)?;
     let act = async { Ok(Outcome::flash_or_refused(PATH, check_host_now(&state, &member, id).await)) };
     form::run(&state, &member, &form, act).await
 }
@@ -210,6 +216,7 @@ pub(crate) async fn remove_host(
     Path(id): Path<Uuid>,
     form: FormData,
 ) -> PageResult<Response> {
+    member.may_change(TeamRole::Admin)?;
     let act = async { Ok(Outcome::flash_or_refused(PATH, remove_host_now(&state, &member, id).await)) };
     form::run(&state, &member, &form, act).await
 }

@@ -5,6 +5,7 @@
 //! an unexplained `lease_lost`; the page says so and when the lease ends. Dead letters have their
 //! own purge on the Dead letters tab.
 
+use aqs_control_plane::TeamRole;
 use super::load_queue;
 use crate::error::{ConsoleError, PageResult};
 use crate::extract::{CurrentMember, FormData, PagePath};
@@ -58,6 +59,7 @@ pub(crate) async fn delete(
     form: FormData,
 ) -> PageResult<Response> {
     let queue = load_queue(&state, &member, &slug).await?;
+    member.may_change(TeamRole::Admin)?;
     let reference = query.reference()?;
     let list = format!("/queues/{slug}/messages");
     let detail = super::messages::detail_href(&slug.to_string(), &reference);

@@ -12,6 +12,7 @@ use crate::format;
 use crate::layout::Chrome;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
+use aqs_control_plane::TeamRole;
 use aqs_control_plane::slug::Slug;
 use aqs_core::ids::MessageId;
 use aqs_core::receipt::StreamId;
@@ -153,8 +154,14 @@ async fn render(
     let queue = load_queue(state, member, slug).await?;
     let pretty = query.pretty.as_deref() == Some("1");
     let found = state.engine().message(queue.id, &reference, now_ms()).await?;
-    let deletable = found.as_ref().is_some_and(|m| m.state != MessageState::Dead);
-    let message = found.map(|m| detail(m, pretty));
+    // Deleting is an admin's; the link is not shown to the other roles (the form refuses them too).
+    let deletable = found.as_ref().is_some_and(|m| m.state != MessageState::Dead) && member.may(TeamRole::Admin);
+    let mut message = found.map(|m| detail(m, pretty));
+    // A viewer reads everything but the body: it never reaches the page.
+    if let Some(m) = message.as_mut().filter(|_| member.may_read_bodies().is_err()) {
+        m.body_parts.clear();
+        m.controls = 0;
+    }
     let delete_href = deletable.then(|| super::message_delete::action_href(&slug.to_string(), &reference));
     let href = super::messages::detail_href(&slug.to_string(), &reference);
     let back = match tab {

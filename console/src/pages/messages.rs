@@ -3,6 +3,7 @@
 //! a cursor, without leasing anything or counting an attempt; and purging the waiting messages
 //! after a confirmation. One message's detail is `message_view`, sending and receiving `try_out`.
 
+use aqs_control_plane::TeamRole;
 use super::load_queue;
 use crate::body;
 use crate::error::PageResult;
@@ -129,9 +130,14 @@ pub(crate) async fn show(
     let stats = state.engine().stats(queue.id, now).await?;
     let slug_text = slug.to_string();
     let (rows, next) = match page {
-        Some(page) => (page.messages.into_iter().map(|m| row(&slug_text, m)).collect(), page.next),
+        Some(page) => (page.messages.into_iter().map(|m| row(&slug_text, m)).collect::<Vec<_>>(), page.next),
         None => (Vec::new(), None),
     };
+    // A viewer sees every message but no body: the previews never reach the page.
+    let mut rows = rows;
+    if member.may_read_bodies().is_err() {
+        rows.iter_mut().for_each(|row| row.preview.clear());
+    }
     let nav = QueueNav::new(&queue, Tab::Messages);
     let count =
         |f: fn(&aqs_engine::QueueStats) -> u64| stats.as_ref().map_or_else(|| "0".to_owned(), |s| format::count(f(s)));
@@ -164,6 +170,7 @@ pub(crate) async fn confirm_purge(
     PagePath(slug): PagePath<Slug>,
 ) -> PageResult<impl axum::response::IntoResponse> {
     let queue = load_queue(&state, &member, &slug).await?;
+    member.may_change(TeamRole::Admin)?;
     let stats = state.engine().stats(queue.id, now_ms()).await?;
     let nav = QueueNav::new(&queue, Tab::Messages);
     Ok(PurgeConfirmPage {
@@ -182,6 +189,7 @@ pub(crate) async fn purge(
     form: FormData,
 ) -> PageResult<Response> {
     let queue = load_queue(&state, &member, &slug).await?;
+    member.may_change(TeamRole::Admin)?;
     // A resubmitted purge would delete what arrived since: answered, not done again.
     let act = async {
         let message = match state.engine().purge_ready(queue.id, now_ms()).await? {

@@ -7,6 +7,7 @@
 //! beside it. The console only parses numbers, and leaves the batch-only fields out in message
 //! mode, where a browser without JavaScript still sends them.
 
+use aqs_control_plane::TeamRole;
 use super::push_actions::shown_secret;
 use super::push_log::{self, DeliveryRow};
 use super::{INVALID, load_queue};
@@ -200,6 +201,7 @@ pub(crate) async fn set(
     form: FormData,
 ) -> PageResult {
     let queue = load_queue(&state, &member, &slug).await?;
+    member.may_change(TeamRole::Admin)?;
     let mut errors = FieldErrors::default();
     let mode = form.get("mode").trim();
     let batch = mode == "batch";

@@ -3,6 +3,7 @@
 //! and after a rotation, with the copy button and the "shown once" warning of token secrets. The
 //! forms redirect to it, and a resubmitted rotation rotates nothing (see `once`).
 
+use aqs_control_plane::TeamRole;
 use super::load_queue;
 use super::push::target;
 use super::push_log::instant_of;
@@ -129,6 +130,7 @@ pub(crate) async fn confirm(
 ) -> PageResult {
     let action = Action::parse(&action)?;
     let queue = load_queue(&state, &member, &slug).await?;
+    member.may_change(TeamRole::Admin)?;
     let Some(current) = target(&state, &member, &slug).await? else {
         return Ok(push_off(&state, &member, &slug));
     };
@@ -155,6 +157,7 @@ pub(crate) async fn act(
 ) -> PageResult {
     let action = Action::parse(&action)?;
     load_queue(&state, &member, &slug).await?;
+    member.may_change(TeamRole::Admin)?;
     let act = async {
         if target(&state, &member, &slug).await?.is_none() {
             return Ok(Outcome::NotDone(Ok(push_off(&state, &member, &slug))));

@@ -7,7 +7,7 @@ use crate::format;
 use crate::layout::Chrome;
 use crate::state::ConsoleState;
 use aqs_control_plane::queues;
-use aqs_core::limits::QUEUES_PER_MEMBER;
+use aqs_control_plane::TeamRole;
 use aqs_core::time::now_ms;
 use askama::Template;
 use askama_web::WebTemplate;
@@ -35,15 +35,19 @@ struct RowStats {
 pub(crate) struct QueueListPage {
     chrome: Chrome,
     rows: Vec<Row>,
+    /// The team is below its queue limit.
     can_create: bool,
     limit: i64,
+    /// The member's role creates queues (and the team is not suspended).
+    may_create: bool,
 }
 
 pub(crate) async fn show(State(state): State<ConsoleState>, member: CurrentMember) -> PageResult<QueueListPage> {
+    let (limit, at_limit) = super::create_queue::queue_limit(&state, &member).await?;
     let list = queues::list(state.control(), member.team).await?;
     let now = now_ms();
     let mut rows = Vec::with_capacity(list.len());
-    // At most ten queues per member: one stats script each, in turn, is cheap enough.
+    // At most ten queues per team (unless an operator raised it): one stats script each, in turn, is cheap enough.
     for queue in list {
         let stats = state.engine().stats(queue.id, now).await?.map(|s| RowStats {
             depth: format::count(s.total),
@@ -62,8 +66,9 @@ pub(crate) async fn show(State(state): State<ConsoleState>, member: CurrentMembe
     }
     Ok(QueueListPage {
         chrome: member.chrome("Your queues"),
-        can_create: (rows.len() as i64) < QUEUES_PER_MEMBER,
-        limit: QUEUES_PER_MEMBER,
+        can_create: !at_limit,
+        limit,
+        may_create: member.may(TeamRole::Admin),
         rows,
     })
 }

@@ -1,6 +1,7 @@
 //! The Settings tab: visibility timeout, maximum attempts, payload size and storage limit; pause
 //! and resume; and deleting the queue, confirmed by typing its name.
 
+use aqs_control_plane::TeamRole;
 use super::create_queue::{PayloadOption, payload_options};
 use super::{INVALID, load_queue};
 use crate::error::PageResult;
@@ -107,6 +108,7 @@ pub(crate) async fn update(
     form: FormData,
 ) -> PageResult {
     let queue = load_queue(&state, &member, &slug).await?;
+    member.may_change(TeamRole::Admin)?;
     let mut errors = FieldErrors::default();
     let visibility =
         fields::number::<u32>(&mut errors, "visibility_timeout_seconds", form.get("visibility_timeout_seconds"), None);
@@ -207,6 +209,7 @@ pub(crate) async fn pause(
     form: FormData,
 ) -> PageResult<Response> {
     load_queue(&state, &member, &slug).await?;
+    member.may_change(TeamRole::Admin)?;
     let act = async {
         queues::pause(state.control(), &member.caller, &slug).await?;
         let message = "Queue paused: publishes and deliveries are refused until you resume it.";
@@ -222,6 +225,7 @@ pub(crate) async fn resume(
     form: FormData,
 ) -> PageResult<Response> {
     load_queue(&state, &member, &slug).await?;
+    member.may_change(TeamRole::Admin)?;
     let act = async {
         queues::resume(state.control(), &member.caller, &slug).await?;
         Ok(Outcome::flash(format!("/queues/{slug}/settings"), "Queue resumed."))
@@ -236,6 +240,7 @@ pub(crate) async fn delete(
     form: FormData,
 ) -> PageResult {
     let queue = load_queue(&state, &member, &slug).await?;
+    member.may_change(TeamRole::Admin)?;
     let typed = form.get("confirm_name").trim();
     if typed != queue.name {
         let mut page = SettingsPage::new(&member, &queue);

@@ -14,7 +14,7 @@ use crate::once;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::slug::Slug;
-use aqs_control_plane::{NewToken, Token, tokens};
+use aqs_control_plane::{NewToken, TeamRole, Token, tokens};
 use aqs_core::token::Scope;
 use askama::Template;
 use askama_web::WebTemplate;
@@ -30,6 +30,8 @@ struct Row {
     created: format::Instant,
     last_used: Option<format::Instant>,
     revoked: Option<format::Instant>,
+    /// Has the `manage` scope: only an admin revokes it.
+    manage: bool,
 }
 
 fn instant(at: &DateTime<Utc>) -> format::Instant {
@@ -49,9 +51,16 @@ impl From<Token> for Row {
             created: instant(&token.created_at),
             last_used: token.last_used_at.as_ref().map(instant),
             revoked: token.revoked_at.as_ref().map(instant),
+            manage: token.scopes.contains(&Scope::Manage),
             name: token.name,
         }
     }
+}
+
+/// The role that mints or revokes a token: a developer's, unless the token has the `manage` scope
+/// (payloads, purges, dead letters), which is an admin's.
+fn token_role(manage: bool) -> TeamRole {
+    if manage { TeamRole::Admin } else { TeamRole::Developer }
 }
 
 /// A scope checkbox of the new-token form.
@@ -143,6 +152,7 @@ pub(crate) async fn create(
     let name = form.get("name").trim().to_owned();
     let scopes = form.all("scopes");
     load_queue(&state, &member, &slug).await?;
+    member.may_change(token_role(scopes.contains(&"manage")))?;
     let input = NewToken { name: name.clone(), scopes: scopes.iter().map(|s| s.to_string()).collect() };
     let act = async {
         match tokens::mint(state.control(), &member.caller, &slug, input).await {
@@ -209,6 +219,7 @@ pub(crate) async fn confirm_revoke(
 ) -> PageResult<RevokePage> {
     let queue = load_queue(&state, &member, &slug).await?;
     let token = find_token(&state, &member, &slug, &id).await?;
+    member.may_change(token_role(token.scopes.contains(&Scope::Manage)))?;
     let nav = QueueNav::new(&queue, Tab::Tokens);
     Ok(RevokePage {
         chrome: member.chrome(format!("Revoke {}", token.name)),
@@ -225,6 +236,7 @@ pub(crate) async fn revoke(
     form: FormData,
 ) -> PageResult<Response> {
     let token = find_token(&state, &member, &slug, &id).await?;
+    member.may_change(token_role(token.scopes.contains(&Scope::Manage)))?;
     let act = async {
         if let Err(err) = tokens::revoke(state.control(), &member.caller, &slug, &id).await {
             return Ok(Outcome::refused(err));

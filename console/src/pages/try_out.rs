@@ -5,6 +5,7 @@
 //! the lease deadline as it stands (an extend through the API moves it) and the two actions, each a
 //! one-time form, so a reload or a double click never acks or nacks twice.
 
+use aqs_control_plane::TeamRole;
 use super::{INVALID, load_queue};
 use crate::error::{ConsoleError, PageResult};
 use crate::extract::{CurrentMember, FormData, PagePath};
@@ -58,6 +59,7 @@ pub(crate) async fn send_form(
     PagePath(slug): PagePath<Slug>,
 ) -> PageResult<impl IntoResponse> {
     let queue = load_queue(&state, &member, &slug).await?;
+    member.may_change(TeamRole::Developer)?;
     let nav = QueueNav::new(&queue, Tab::Messages);
     Ok(SendPage {
         chrome: member.chrome(format!("Send a message · {}", queue.name)),
@@ -152,6 +154,7 @@ pub(crate) async fn send(
     form: FormData,
 ) -> PageResult<Response> {
     let queue = load_queue(&state, &member, &slug).await?;
+    member.may_change(TeamRole::Developer)?;
     // The form again as typed, with its errors: nothing typed is lost to a refusal.
     let again = |errors: FieldErrors| SendPage {
         chrome: member.chrome(format!("Send a message · {}", queue.name)),
@@ -219,7 +222,7 @@ fn held_receipt(state: &ConsoleState, held: &str, queue: QueueId) -> Option<(Rec
 
 /// The Redis key of a held delivery: under the member, like a form's stashed secret.
 fn held_key(state: &ConsoleState, member: &CurrentMember, id: &str) -> String {
-    state.control().keys().console_secret(&member.team.as_uuid().to_string(), &format!("delivery-{id}"))
+    state.control().keys().console_secret(&member.id.as_uuid().to_string(), &format!("delivery-{id}"))
 }
 
 async fn load_held(state: &ConsoleState, member: &CurrentMember, id: &str) -> PageResult<Option<String>> {
@@ -241,6 +244,7 @@ pub(crate) async fn receive(
     form: FormData,
 ) -> PageResult<Response> {
     let queue = load_queue(&state, &member, &slug).await?;
+    member.may_change(TeamRole::Developer)?;
     let visibility = match form.get("visibility_seconds").trim() {
         "" => limits::VISIBILITY_DEFAULT_SECS,
         text => text
@@ -302,6 +306,7 @@ pub(crate) async fn received(
     PagePath((slug, held_id)): PagePath<(Slug, String)>,
 ) -> PageResult<Response> {
     let queue = load_queue(&state, &member, &slug).await?;
+    member.may_read_bodies()?;
     let held = load_held(&state, &member, &held_id).await?;
     let mut delivery = 0;
     let mut message = None;
@@ -338,6 +343,7 @@ pub(crate) async fn settle(
         return Err(ConsoleError::NotFound);
     }
     let queue = load_queue(&state, &member, &slug).await?;
+    member.may_change(TeamRole::Developer)?;
     let delay_secs = match form.get("delay_seconds").trim() {
         "" => 0,
         text => text.parse::<u64>().ok().filter(|d| *d <= limits::DELAY_MAX_SECS).ok_or_else(|| {

@@ -150,11 +150,13 @@ async fn the_queue_limit_is_a_form_error(db: PgPool) {
     }
     let list = ada.get("/").await;
     list.assert_lacks("href=\"/new\"");
-    list.assert_contains("the most a member may have");
+    list.assert_contains("This team has 10 queues, the most it may have.");
     ada.get("/new").await;
     let page = ada.post("/new", &[("name", "one more"), ("intent", "create")]).await;
     assert_eq!(page.status, 422);
-    page.assert_contains("role=\"alert\">A member may have at most 10 queues; delete one to create another.");
+    page.assert_contains(
+        "role=\"alert\">This team may have at most 10 queues; delete one to create another, or ask us to raise the limit.",
+    );
 }
 
 #[sqlx::test(migrations = "../migrations")]

@@ -296,6 +296,11 @@ impl Visitor {
         self.send(request).await
     }
 
+    /// Acts on `team` from now on, as the team switcher chooses it (the `aqs_team` cookie).
+    pub fn choose_team(&mut self, team: uuid::Uuid) {
+        self.set_cookie("aqs_team", &team.to_string());
+    }
+
     /// Follows a redirect with a GET, as a browser does after a 303.
     pub async fn follow(&mut self, page: Page) -> Page {
         assert_eq!(page.status, 303, "expected a redirect, got {}: {}", page.status, page.body);
@@ -333,6 +338,24 @@ impl Visitor {
         assert_eq!(page.status, 200, "{}", page.body);
         page
     }
+}
+
+/// The id of the member with `email` (and of their personal team: the same).
+pub async fn member_id(app: &TestConsole, email: &str) -> uuid::Uuid {
+    sqlx::query_scalar("SELECT id FROM members WHERE email = $1").bind(email).fetch_one(app.cp.db()).await.unwrap()
+}
+
+/// Puts the member `email` in `team` with `role` ("viewer", "developer", "admin", "owner"), as an
+/// accepted invite would.
+pub async fn join_team(app: &TestConsole, team: uuid::Uuid, email: &str, role: &str) {
+    let member = member_id(app, email).await;
+    sqlx::query("INSERT INTO team_members (team_id, member_id, role) VALUES ($1, $2, $3)")
+        .bind(team)
+        .bind(member)
+        .bind(role)
+        .execute(app.cp.db())
+        .await
+        .unwrap();
 }
 
 /// The member's queue by slug, through the control plane (for its id).

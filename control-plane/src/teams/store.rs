@@ -69,6 +69,15 @@ pub async fn suspension(db: &PgPool, team: TeamId) -> ApiResult<Option<String>> 
         .flatten())
 }
 
+/// How many live queues `team` may have (`teams.max_queues`; an operator may raise it).
+pub async fn max_queues(db: &PgPool, team: TeamId) -> ApiResult<i64> {
+    let max: Option<i32> = sqlx::query_scalar("SELECT max_queues FROM teams WHERE id = $1 AND deleted_at IS NULL")
+        .bind(team.0)
+        .fetch_optional(db)
+        .await?;
+    Ok(max.map_or(0, i64::from))
+}
+
 /// What a personal team is called: not the member's email, which an erased account must not leave
 /// behind.
 pub const PERSONAL_NAME: &str = "Personal";
