@@ -194,7 +194,7 @@ async fn signed_in(cp: &ControlPlane, member: Member, origin: &Origin) -> ApiRes
 
 /// Trims and lowercases an email and checks its shape: one `@`, a local part, and a dotted domain.
 /// Deliverability is not our concern here, only that the field is plausibly an address.
-fn normalise_email(email: &str) -> ApiResult<String> {
+pub(crate) fn normalise_email(email: &str) -> ApiResult<String> {
     let email = email.trim().to_lowercase();
     let invalid = || ApiError::field("email", "give a valid email address, such as ada@example.com");
     if email.is_empty() || email.chars().count() > EMAIL_MAX_CHARS || email.chars().any(char::is_whitespace) {

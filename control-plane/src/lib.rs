@@ -61,7 +61,8 @@ pub use queues::{NewQueue, Queue, QueueChanges};
 pub use routes::{document as openapi_document, router, served_paths};
 pub use sessions::Session;
 pub use state::ControlPlane;
-pub use teams::{Caller, TeamId, TeamRole};
+pub use keys::{CreatedKey, ManagementKey, NewKey};
+pub use teams::{Caller, CreatedInvite, Invite, InvitePreview, NewInvite, RequestOrigin, TeamId, TeamMember, TeamRole, TeamSummary};
 pub use tokens::{CreatedToken, NewToken, Token};
 
 /// Starts the control plane's background loops (the billing outbox) until `cancel`.

@@ -13,6 +13,7 @@ mod api {
     mod errors;
     mod fake_stripe;
     mod isolation;
+    mod keys;
     mod login_throttle;
     mod openapi;
     mod projection;
@@ -20,6 +21,7 @@ mod api {
     mod push_admin;
     mod queues;
     mod support;
+    mod teams;
     mod text_fields;
     mod tokens;
 }

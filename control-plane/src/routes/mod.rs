@@ -6,10 +6,12 @@ mod admin;
 mod auth;
 mod billing;
 mod hosts;
+mod keys;
 mod openapi;
 mod path;
 mod push;
 mod queues;
+mod teams;
 mod tokens;
 
 use crate::state::ControlPlane;
@@ -107,4 +109,16 @@ fn routes() -> Routes<ControlPlane> {
         .route("/api/v1/billing/budget", put(billing::budget).layer(need(OWNER)))
         .route("/api/v1/billing/webhook", post(billing::webhook))
         .route("/api/v1/admin/billing", get(billing::admin_list))
+        // Teams and invites take a member's session and check the role of the team in the path
+        // themselves (routes/teams.rs); keys act on the AQS-Team header's team.
+        .route("/api/v1/teams", get(teams::list).post(teams::create))
+        .route("/api/v1/teams/{id}", delete(teams::delete))
+        .route("/api/v1/teams/{id}/members", get(teams::members))
+        .route("/api/v1/teams/{id}/members/{member_id}", patch(teams::change_role).delete(teams::remove_member))
+        .route("/api/v1/teams/{id}/invites", get(teams::pending_invites).post(teams::invite))
+        .route("/api/v1/teams/{id}/invites/{invite_id}", delete(teams::revoke_invite))
+        .route("/api/v1/invites/{secret}", get(teams::preview))
+        .route("/api/v1/invites/{secret}/accept", post(teams::accept))
+        .route("/api/v1/keys", post(keys::create).merge(get(keys::list)).layer(need(ADMIN)))
+        .route("/api/v1/keys/{id}", delete(keys::revoke).layer(need(ADMIN)))
 }

@@ -1,7 +1,7 @@
 //! `GET /api/v1/openapi.json`: the management API's OpenAPI 3.1 document, generated from the
 //! handlers' `#[utoipa::path]` annotations and the types they answer with. Served without a session.
 
-use super::{account, admin, auth, billing, hosts, push, queues, tokens};
+use super::{account, admin, auth, billing, hosts, keys, push, queues, teams, tokens};
 use aqs_core::openapi;
 use axum::http::HeaderValue;
 use axum::http::header::CONTENT_TYPE;
@@ -67,6 +67,20 @@ use utoipa::OpenApi;
         billing::budget,
         billing::webhook,
         billing::admin_list,
+        teams::list,
+        teams::create,
+        teams::delete,
+        teams::members,
+        teams::change_role,
+        teams::remove_member,
+        teams::invite,
+        teams::pending_invites,
+        teams::revoke_invite,
+        teams::preview,
+        teams::accept,
+        keys::create,
+        keys::list,
+        keys::revoke,
     ),
     tags(
         (name = "auth", description = "Sign up, log in, sessions."),
@@ -76,6 +90,8 @@ use utoipa::OpenApi;
         (name = "push", description = "Push delivery to an HTTP handler."),
         (name = "hosts", description = "Root domains and custom hosts."),
         (name = "billing", description = "Payment method, paid add-ons, budget."),
+        (name = "teams", description = "Teams, their members and roles, invite links."),
+        (name = "keys", description = "Management keys: a team's credential for automation."),
         (name = "admin", description = "Operators only (404 to everyone else)."),
     )
 )]

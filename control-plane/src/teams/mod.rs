@@ -5,12 +5,18 @@
 //! - [`TeamId`], [`TeamRole`]: the ids and roles every service function is given;
 //! - `caller`: [`Caller`], who is asking for which team with which role (the extractor every
 //!   team route takes), and [`need`], the minimum role a route declares in the route table;
-//! - `store`: team rows, memberships, suspension and limits.
+//! - `store`: team rows, memberships, suspension and limits;
+//! - `manage`: the teams a member is in, a new team, members, roles, leaving, deleting a team;
+//! - `invites`: invite links, previewed by anyone holding one and accepted by a signed-in member.
 
 mod caller;
+pub mod invites;
+pub mod manage;
 pub mod store;
 
 pub use caller::{Actor, Caller, Need, RequestOrigin, need};
+pub use invites::{CreatedInvite, Invite, InvitePreview, NewInvite};
+pub use manage::{TeamMember, TeamSummary};
 
 use crate::members::MemberId;
 use serde::{Deserialize, Serialize};
