@@ -3,6 +3,7 @@
 
 mod account;
 mod admin;
+mod audit;
 mod auth;
 mod billing;
 mod hosts;
@@ -107,4 +108,6 @@ fn routes() -> Routes<ControlPlane> {
         .route("/api/v1/billing/budget", put(billing::budget).layer(need(OWNER)))
         .route("/api/v1/billing/webhook", post(billing::webhook))
         .route("/api/v1/admin/billing", get(billing::admin_list))
+        .route("/api/v1/audit", get(audit::list).layer(need(ADMIN)))
+        .route("/api/v1/admin/audit", get(audit::admin_list))
 }

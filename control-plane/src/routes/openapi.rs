@@ -1,7 +1,7 @@
 //! `GET /api/v1/openapi.json`: the management API's OpenAPI 3.1 document, generated from the
 //! handlers' `#[utoipa::path]` annotations and the types they answer with. Served without a session.
 
-use super::{account, admin, auth, billing, hosts, push, queues, tokens};
+use super::{account, admin, audit, auth, billing, hosts, push, queues, tokens};
 use aqs_core::openapi;
 use axum::http::HeaderValue;
 use axum::http::header::CONTENT_TYPE;
@@ -67,6 +67,8 @@ use utoipa::OpenApi;
         billing::budget,
         billing::webhook,
         billing::admin_list,
+        audit::list,
+        audit::admin_list,
     ),
     tags(
         (name = "auth", description = "Sign up, log in, sessions."),
@@ -76,6 +78,7 @@ use utoipa::OpenApi;
         (name = "push", description = "Push delivery to an HTTP handler."),
         (name = "hosts", description = "Root domains and custom hosts."),
         (name = "billing", description = "Payment method, paid add-ons, budget."),
+        (name = "audit", description = "The team's audit log (owners and admins)."),
         (name = "admin", description = "Operators only (404 to everyone else)."),
     )
 )]
