@@ -5,11 +5,13 @@
 //! Removing a prefix also stops push on every queue of the team whose handler URL no longer lies
 //! under a remaining prefix: an authorisation withdrawn is withdrawn now, not at the next change.
 
+use crate::audit::{self, AuditActor, Target};
 use crate::auth::AuthOperator;
 use crate::members::{self, Member};
 use crate::push;
 use crate::push_url;
 use crate::state::ControlPlane;
+use crate::teams::{RequestOrigin, TeamId};
 use crate::text::refuse_control;
 use crate::timefmt;
 use aqs_core::ids::QueueId;
@@ -57,15 +59,23 @@ pub async fn list_callback_urls(
     .await?)
 }
 
+/// The operator as the audit log keeps them.
+fn actor(operator: &AuthOperator) -> AuditActor {
+    AuditActor::operator(operator.id().as_uuid(), &operator.member().email)
+}
+
 /// Authorises `prefix` (an http or https URL, normalised) for the team; 409 when it already is.
+/// Recorded in the team's audit log as `callback_url.added`.
 pub async fn add_callback_url(
     cp: &ControlPlane,
     operator: &AuthOperator,
+    origin: &RequestOrigin,
     team: &str,
     prefix: &str,
 ) -> ApiResult<CallbackUrl> {
     let team = existing_team(cp, team).await?;
     let prefix = push_url::parse_prefix(prefix)?;
+    let mut tx = cp.db().begin().await?;
     let added = sqlx::query_as::<_, CallbackUrl>(
         "INSERT INTO callback_urls (id, team_id, prefix) VALUES ($1, $2, $3)
          RETURNING id, team_id, prefix, created_at",
@@ -73,30 +83,40 @@ pub async fn add_callback_url(
     .bind(Uuid::new_v4())
     .bind(team)
     .bind(&prefix)
-    .fetch_one(cp.db())
+    .fetch_one(&mut *tx)
     .await?;
+    let target = Target::new("callback_url", added.id);
+    audit::record_as(&mut tx, Some(TeamId::from_stored(team)), &actor(operator), origin, "callback_url.added", target)
+        .await?;
+    tx.commit().await?;
     tracing::info!(operator = %operator.id().as_uuid(), %team, %prefix, "callback URL authorised");
     Ok(added)
 }
 
 /// Withdraws a prefix, and stops push on the team's queues it no longer covers. Answers with the
-/// slugs of those queues.
+/// slugs of those queues. Recorded in the team's audit log as `callback_url.removed`.
 pub async fn remove_callback_url(
     cp: &ControlPlane,
     operator: &AuthOperator,
+    origin: &RequestOrigin,
     team: &str,
     id: &str,
 ) -> ApiResult<Vec<String>> {
     let team = existing_team(cp, team).await?;
     let not_found = || ApiError::not_found("no callback URL with this id for this team");
     let id = Uuid::try_parse(id).map_err(|_| not_found())?;
+    let mut tx = cp.db().begin().await?;
     let prefix: String =
         sqlx::query_scalar("DELETE FROM callback_urls WHERE id = $1 AND team_id = $2 RETURNING prefix")
             .bind(id)
             .bind(team)
-            .fetch_optional(cp.db())
+            .fetch_optional(&mut *tx)
             .await?
             .ok_or_else(not_found)?;
+    let target = Target::new("callback_url", id);
+    audit::record_as(&mut tx, Some(TeamId::from_stored(team)), &actor(operator), origin, "callback_url.removed", target)
+        .await?;
+    tx.commit().await?;
     tracing::info!(operator = %operator.id().as_uuid(), %team, %prefix, "callback URL withdrawn");
     stop_unauthorised(cp, team).await
 }
@@ -119,7 +139,7 @@ async fn stop_unauthorised(cp: &ControlPlane, team: Uuid) -> ApiResult<Vec<Strin
             continue;
         }
         // Stopped or deleted meanwhile: nothing left to stop.
-        match push::remove_target(cp, QueueId(queue)).await {
+        match push::remove_target(cp, QueueId(queue), None).await {
             Ok(true) => {}
             Ok(false) | Err(ApiError::NotFound(_)) => continue,
             Err(err) => return Err(err),

@@ -1,6 +1,16 @@
 //! The audit log: one event per state-changing request of `/api/v1`, the console and the
 //! operators' routes, written with [`record`] on the change's own transaction, so that a change
 //! and its event commit together or not at all (`docs/teams.md`). Kept 400 days.
+//!
+//! `query`: reading pages of events (the team's and the operators' routes) and the retention
+//! sweep.
+
+mod query;
+
+pub use query::{
+    ActorFilter, Event, EventActor, EventTarget, Filter, Page, RawFilter, any_page, sweep_expired, sweep_when_due,
+    team_page,
+};
 
 use crate::teams::{Actor, Caller, RequestOrigin, TeamId};
 use aqs_core::ApiResult;

@@ -2,13 +2,14 @@
 //! gets, changing the password, listing and ending sessions, and `AuthMember`, the extractor every
 //! authenticated route takes.
 
+use crate::audit::{self, AuditActor, Target};
 use crate::client_addr::ClientAddr;
 use crate::login_throttle::LoginAttempt;
 use crate::members::{self, Member, MemberId, Role};
 use crate::password;
 use crate::sessions::{self, Origin, Session};
 use crate::state::ControlPlane;
-use crate::teams;
+use crate::teams::{self, RequestOrigin, TeamId};
 use crate::text::refuse_control;
 use aqs_core::{ApiError, ApiResult};
 use axum::extract::FromRequestParts;
@@ -72,14 +73,27 @@ pub async fn signup_from(cp: &ControlPlane, credentials: Credentials, origin: Or
 /// The session keeps where the log-in came from (`origin`: a [`ClientAddr`] alone, or with the
 /// user agent).
 pub async fn login(cp: &ControlPlane, credentials: Credentials, origin: impl Into<Origin>) -> ApiResult<SignedIn> {
-    let origin = origin.into();
+    login_requested(cp, credentials, origin.into(), None).await
+}
+
+/// [`login`] with the request's `x-request-id`, which the audit log keeps with the log-in's event
+/// (`session.login`, or `session.login_failed`: in the member's personal team when the email is a
+/// member's, else in no team and without the email typed).
+pub async fn login_requested(
+    cp: &ControlPlane,
+    credentials: Credentials,
+    origin: Origin,
+    request_id: Option<String>,
+) -> ApiResult<SignedIn> {
     let client = origin.client.unwrap_or(ClientAddr(None));
+    let audit_origin = RequestOrigin { ip: client.shown(), user_agent: origin.user_agent.clone(), request_id };
     refuse_control("email", &credentials.email)?;
     let attempt = LoginAttempt::new(cp.keys(), &credentials.email, client);
     attempt.check(cp.redis()).await?;
     let wrong = || ApiError::Unauthorized("wrong email or password".into());
     let Ok(email) = normalise_email(&credentials.email) else {
         attempt.failed(cp.redis()).await?;
+        record_login(cp, None, &audit_origin, "session.login_failed", None).await?;
         return Err(wrong());
     };
     let found = members::find_with_hash(cp.db(), &email).await?;
@@ -91,13 +105,39 @@ pub async fn login(cp: &ControlPlane, credentials: Credentials, origin: impl Int
     match member {
         Some(member) if matches => {
             attempt.succeeded(cp.redis()).await?;
-            signed_in(cp, member, &origin).await
+            let (signed_in, sid) = start_session(cp, member, &origin).await?;
+            record_login(cp, Some(&signed_in.member), &audit_origin, "session.login", Some(sid)).await?;
+            Ok(signed_in)
         }
-        _ => {
+        member => {
             attempt.failed(cp.redis()).await?;
+            record_login(cp, member.as_ref(), &audit_origin, "session.login_failed", None).await?;
             Err(wrong())
         }
     }
+}
+
+/// A log-in's audit event, in its own transaction: a member's in their personal team, an unknown
+/// email's in no team, as `anonymous`, without the email (it may be a mistyped password).
+async fn record_login(
+    cp: &ControlPlane,
+    member: Option<&Member>,
+    origin: &RequestOrigin,
+    action: &str,
+    session: Option<Uuid>,
+) -> ApiResult<()> {
+    let (team, actor) = match member {
+        Some(member) => (
+            Some(TeamId::personal(member.id)),
+            AuditActor { kind: "member", id: Some(member.id.as_uuid()), email: Some(member.email.clone()) },
+        ),
+        None => (None, AuditActor { kind: "anonymous", id: None, email: None }),
+    };
+    let target = Target { kind: "session", id: session.map(|id| id.to_string()) };
+    let mut tx = cp.db().begin().await?;
+    audit::record_as(&mut tx, team, &actor, origin, action, target).await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 /// The member a session JWT belongs to: 401 when it is invalid, expired, logged out, or its
@@ -187,9 +227,14 @@ fn invalid_session() -> ApiError {
 }
 
 async fn signed_in(cp: &ControlPlane, member: Member, origin: &Origin) -> ApiResult<SignedIn> {
+    Ok(start_session(cp, member, origin).await?.0)
+}
+
+/// [`signed_in`], with the new session's id.
+async fn start_session(cp: &ControlPlane, member: Member, origin: &Origin) -> ApiResult<(SignedIn, Uuid)> {
     let (sid, issued) = sessions::start(cp.db(), member.id, origin).await?;
     let session = cp.sessions().issue(member.id.as_uuid(), sid, issued)?;
-    Ok(SignedIn { member, session })
+    Ok((SignedIn { member, session }, sid))
 }
 
 /// Trims and lowercases an email and checks its shape: one `@`, a local part, and a dotted domain.

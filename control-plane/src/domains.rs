@@ -4,6 +4,7 @@
 //! Several members may add a root domain, each with their own value, but it is verified for one
 //! at a time, and only while its record stays: the checks themselves live in `domain_proof`.
 
+use crate::audit::{self, Target};
 use crate::state::ControlPlane;
 use crate::teams::{Caller, TeamId};
 use crate::{domain_proof, timefmt};
@@ -104,6 +105,7 @@ pub async fn create(cp: &ControlPlane, caller: &Caller, input: NewDomain) -> Api
     refuse_edge(&cp.hosts().policy.edge_hostname, &name)?;
     const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let token: String = (0..32).map(|_| CHARS[rand::random_range(0..CHARS.len())] as char).collect();
+    let mut tx = cp.db().begin().await?;
     let row = sqlx::query_as::<_, DomainRow>(&format!(
         "INSERT INTO domains (id, team_id, name, verification_value) VALUES ($1, $2, $3, $4) RETURNING {COLUMNS}"
     ))
@@ -111,8 +113,10 @@ pub async fn create(cp: &ControlPlane, caller: &Caller, input: NewDomain) -> Api
     .bind(team.as_uuid())
     .bind(&name)
     .bind(format!("aqs-verify={token}"))
-    .fetch_one(cp.db())
+    .fetch_one(&mut *tx)
     .await?;
+    audit::record(&mut tx, caller, "domain.added", Target::new("domain", row.id)).await?;
+    tx.commit().await?;
     Ok(row.into_domain())
 }
 
@@ -152,25 +156,39 @@ pub async fn delete(cp: &ControlPlane, caller: &Caller, id: Uuid) -> ApiResult<(
             domain.name
         )));
     }
+    let mut tx = cp.db().begin().await?;
     let removed =
         sqlx::query("DELETE FROM domains WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM hosts WHERE domain_id = $1)")
             .bind(domain.id)
-            .execute(cp.db())
+            .execute(&mut *tx)
             .await?;
     if removed.rows_affected() == 0 {
         return Err(ApiError::Conflict(format!("{} gained a host meanwhile; remove it first", domain.name)));
     }
+    audit::record(&mut tx, caller, "domain.removed", Target::new("domain", domain.id)).await?;
+    tx.commit().await?;
     Ok(())
 }
 
 /// Checks the TXT record now: 200 with `verified`, or `pending` with the reason; `409 conflict`
 /// while another team holds the domain verified (their record is still in place).
+///
+/// `domain.verified` is recorded when this check made the domain verified. The proof is written
+/// by `domain_proof`, which the reconciler's re-checks share, so the event follows it in its own
+/// transaction rather than the proof's.
 pub async fn verify(cp: &ControlPlane, caller: &Caller, id: Uuid) -> ApiResult<Domain> {
     let team = caller.team;
     let domain = find(cp.db(), team, id).await?;
+    let was_verified = domain.status == "verified";
     let (row, proof) = domain_proof::check(cp, domain).await?;
     match proof {
         domain_proof::Proof::HeldByAnother => Err(ApiError::Conflict(row.reason.unwrap_or_default())),
+        domain_proof::Proof::Held if !was_verified => {
+            let mut tx = cp.db().begin().await?;
+            audit::record(&mut tx, caller, "domain.verified", Target::new("domain", row.id)).await?;
+            tx.commit().await?;
+            Ok(row.into_domain())
+        }
         _ => Ok(row.into_domain()),
     }
 }

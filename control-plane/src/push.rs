@@ -10,6 +10,7 @@
 //! - Push and pull exclude each other: consume on a pushed queue is 409 `push_enabled` (data
 //!   plane), and turning push on while pull consumers hold live leases is 409 `conflict`.
 
+use crate::audit::{self, Target};
 use crate::projection::{self, ProjectedPush};
 use crate::push_url;
 use crate::queues;
@@ -277,6 +278,7 @@ pub async fn set(cp: &ControlPlane, caller: &Caller, slug: &Slug, input: PushInp
         .await?;
         (upserted.row, upserted.inserted)
     };
+    audit::record(&mut tx, caller, "push.updated", Target::new("push", queue.id)).await?;
     tx.commit().await?;
     tracing::info!(queue = %queue.id, mode = checked.mode.as_str(), created = inserted, "push target set");
     project(cp, &row, &queue.slug, revision).await?;
@@ -306,15 +308,16 @@ pub async fn get(cp: &ControlPlane, team: TeamId, slug: &Slug) -> ApiResult<Push
 pub async fn stop(cp: &ControlPlane, caller: &Caller, slug: &Slug) -> ApiResult<()> {
     let team = caller.team;
     let queue = queues::get(cp, team, slug).await?;
-    if !remove_target(cp, queue.id).await? {
+    if !remove_target(cp, queue.id, Some(caller)).await? {
         return Err(not_set());
     }
     tracing::info!(queue = %queue.id, "push stopped");
     Ok(())
 }
 
-/// Deletes the queue's push target and its projection; false when it had none.
-pub(crate) async fn remove_target(cp: &ControlPlane, queue: QueueId) -> ApiResult<bool> {
+/// Deletes the queue's push target and its projection; false when it had none. A `caller`'s stop
+/// is recorded (`push.updated`) with it; an operator's withdrawal records its own event.
+pub(crate) async fn remove_target(cp: &ControlPlane, queue: QueueId, caller: Option<&Caller>) -> ApiResult<bool> {
     let mut tx = cp.db().begin().await?;
     let revision = bump_revision(&mut tx, queue).await?;
     let deleted = sqlx::query("DELETE FROM push_targets WHERE queue_id = $1")
@@ -324,6 +327,9 @@ pub(crate) async fn remove_target(cp: &ControlPlane, queue: QueueId) -> ApiResul
         .rows_affected();
     if deleted == 0 {
         return Ok(false);
+    }
+    if let Some(caller) = caller {
+        audit::record(&mut tx, caller, "push.updated", Target::new("push", queue)).await?;
     }
     tx.commit().await?;
     projection::remove_push(&mut cp.redis(), cp.keys(), queue, Some(revision)).await.map_err(projection::failed)?;
@@ -349,6 +355,7 @@ pub async fn rotate_secret(cp: &ControlPlane, caller: &Caller, slug: &Slug) -> A
     .fetch_optional(&mut *tx)
     .await?
     .ok_or_else(not_set)?;
+    audit::record(&mut tx, caller, "secret.rotated", Target::new("push", queue.id)).await?;
     tx.commit().await?;
     tracing::info!(queue = %queue.id, "push signing secret rotated");
     project(cp, &row, &queue.slug, revision).await?;

@@ -2,13 +2,14 @@
 //! takes the authenticated team first and only ever sees that team's queues: another team's
 //! queue is "not found", never "forbidden", so its existence is not revealed.
 
+use crate::audit::{self, Target};
 use crate::billing::add_ons::{self, SizeChange};
 use crate::billing::outbox;
 use crate::projection;
 pub use crate::queue_settings::{NewQueue, QueueChanges};
 use crate::slug::{self, Slug};
 use crate::state::ControlPlane;
-use crate::teams::{Caller, TeamId};
+use crate::teams::{Caller, TeamId, TeamRole};
 use crate::timefmt;
 use crate::tokens::{self, CreatedToken};
 use aqs_core::ids::QueueId;
@@ -103,6 +104,7 @@ pub async fn create(cp: &ControlPlane, caller: &Caller, input: NewQueue) -> ApiR
         .ok_or_else(|| ApiError::Conflict("could not find a free address for this name; choose another name".into()))?
         .into_queue(cp.public_url());
     let token = tokens::insert(&mut tx, queue.id, FIRST_TOKEN_NAME, &Scope::ALL).await?;
+    audit::record(&mut tx, caller, "queue.created", Target::new("queue", queue.id)).await?;
     tx.commit().await?;
     tracing::info!(queue = %queue.id, slug = %queue.slug, "queue created");
 
@@ -149,7 +151,9 @@ pub(crate) fn not_found() -> ApiError {
 ///
 /// A larger payload size is a paid add-on (`billing::add_ons`): with billing on, the queue takes
 /// it once Stripe has the item, which is tried before this returns; if Stripe cannot be reached
-/// the answer still shows the old size and the billing outbox applies the new one later.
+/// the answer still shows the old size and the billing outbox applies the new one later. Raising
+/// the size to a paid one while billing is on needs the owner (it changes the bill); the change
+/// records `billing.add_on_changed` beside `queue.updated` when it changes what the team buys.
 pub async fn update(cp: &ControlPlane, caller: &Caller, slug: &Slug, changes: QueueChanges) -> ApiResult<Queue> {
     let team = caller.team;
     let mut changes = changes.check()?;
@@ -159,6 +163,9 @@ pub async fn update(cp: &ControlPlane, caller: &Caller, slug: &Slug, changes: Qu
     if let Some(requested) = changes.payload_size {
         let current = find(cp.db(), team, slug).await?;
         let current = current.into_queue(cp.public_url());
+        if cp.billing().is_some() && requested > current.payload_size && requested > aqs_core::limits::MIB {
+            caller.require(TeamRole::Owner)?;
+        }
         let change = add_ons::prepare(cp, team, current.id, current.payload_size, requested).await?;
         changes.payload_size = change.size_now();
         size_change = Some(change);
@@ -167,12 +174,16 @@ pub async fn update(cp: &ControlPlane, caller: &Caller, slug: &Slug, changes: Qu
     if let Some(change) = &size_change {
         change.record(&mut tx).await?;
     }
-    let row = store::update(&mut tx, team, slug, changes).await?.ok_or_else(not_found)?;
+    let queue = store::update(&mut tx, team, slug, changes).await?.ok_or_else(not_found)?.into_queue(cp.public_url());
+    audit::record(&mut tx, caller, "queue.updated", Target::new("queue", queue.id)).await?;
+    if size_change.as_ref().is_some_and(SizeChange::bills) {
+        audit::record(&mut tx, caller, "billing.add_on_changed", Target::new("queue", queue.id)).await?;
+    }
     tx.commit().await?;
     if let Some(change) = &size_change {
         change.committed(cp);
     }
-    let queue = project_update(cp, row.into_queue(cp.public_url())).await?;
+    let queue = project_update(cp, queue).await?;
     if !size_change.as_ref().is_some_and(SizeChange::awaits_stripe) {
         return Ok(queue);
     }
@@ -185,18 +196,21 @@ pub async fn update(cp: &ControlPlane, caller: &Caller, slug: &Slug, changes: Qu
 
 /// Pausing stops publishes and deliveries; the data plane reads `paused` from the meta hash.
 pub async fn pause(cp: &ControlPlane, caller: &Caller, slug: &Slug) -> ApiResult<Queue> {
-    let team = caller.team;
-    set_paused(cp, team, slug, true).await
+    set_paused(cp, caller, slug, true).await
 }
 
 pub async fn resume(cp: &ControlPlane, caller: &Caller, slug: &Slug) -> ApiResult<Queue> {
-    let team = caller.team;
-    set_paused(cp, team, slug, false).await
+    set_paused(cp, caller, slug, false).await
 }
 
-async fn set_paused(cp: &ControlPlane, team: TeamId, slug: &Slug, paused: bool) -> ApiResult<Queue> {
-    let row = store::set_paused(&mut *cp.db().acquire().await?, team, slug, paused).await?.ok_or_else(not_found)?;
-    project_update(cp, row.into_queue(cp.public_url())).await
+async fn set_paused(cp: &ControlPlane, caller: &Caller, slug: &Slug, paused: bool) -> ApiResult<Queue> {
+    let mut tx = cp.db().begin().await?;
+    let queue =
+        store::set_paused(&mut tx, caller.team, slug, paused).await?.ok_or_else(not_found)?.into_queue(cp.public_url());
+    let action = if paused { "queue.paused" } else { "queue.resumed" };
+    audit::record(&mut tx, caller, action, Target::new("queue", queue.id)).await?;
+    tx.commit().await?;
+    project_update(cp, queue).await
 }
 
 async fn project_update(cp: &ControlPlane, queue: Queue) -> ApiResult<Queue> {
@@ -215,6 +229,7 @@ pub async fn delete(cp: &ControlPlane, caller: &Caller, slug: &Slug) -> ApiResul
     let hostnames = crate::hosts::store::delete_for_queue(&mut tx, id).await?;
     // Stripe is never asked here: the outbox stops the add-on, so an outage cannot block this.
     add_ons::queue_deleted(&mut tx, cp, team, id).await?;
+    audit::record(&mut tx, caller, "queue.deleted", Target::new("queue", QueueId(id))).await?;
     tx.commit().await?;
     tracing::info!(queue = %QueueId(id), %slug, "queue deleted");
     if let Some(billing) = cp.billing() {

@@ -4,11 +4,12 @@
 //!
 //! Listings show revoked tokens too, with `revoked_at` set, so a team can see what was cut off.
 
+use crate::audit::{self, Target};
 use crate::projection::{self, ProjectedToken};
 use crate::queues;
 use crate::slug::Slug;
 use crate::state::ControlPlane;
-use crate::teams::{Caller, TeamId};
+use crate::teams::{Caller, TeamId, TeamRole};
 use crate::text::refuse_control;
 use crate::timefmt;
 use aqs_core::ids::QueueId;
@@ -101,11 +102,15 @@ impl From<TokenRow> for Token {
     }
 }
 
-/// Mints a token for the team's queue `slug`.
+/// Mints a token for the team's queue `slug`. A developer mints tokens without `manage`; one
+/// with `manage` (which changes the queue's settings) needs an admin.
 pub async fn mint(cp: &ControlPlane, caller: &Caller, slug: &Slug, input: NewToken) -> ApiResult<CreatedToken> {
     let team = caller.team;
     let name = check_name(&input.name)?;
     let scopes = check_scopes(&input.scopes)?;
+    if scopes.contains(&Scope::Manage) {
+        caller.require(TeamRole::Admin)?;
+    }
     let mut tx = cp.db().begin().await?;
     // FOR SHARE holds off a concurrent delete of the queue until this token is committed, so the
     // delete then sees (and revokes) it; a queue deleted first is not found here.
@@ -117,6 +122,7 @@ pub async fn mint(cp: &ControlPlane, caller: &Caller, slug: &Slug, input: NewTok
             .await?
             .ok_or_else(queues::not_found)?;
     let token = insert(&mut tx, QueueId(queue), &name, &scopes).await?;
+    audit::record(&mut tx, caller, "token.minted", Target::new("token", token.token.id)).await?;
     tx.commit().await?;
 
     let projected = token.projected(QueueId(queue));
@@ -184,23 +190,34 @@ async fn last_used(cp: &ControlPlane, queue: QueueId) -> HashMap<Uuid, DateTime<
     }
 }
 
-/// Revokes a token of the team's queue; revoking a revoked token again is a no-op success.
+/// Revokes a token of the team's queue; revoking a revoked token again is a no-op success (and
+/// records nothing: nothing changed). A token with `manage` needs an admin to revoke it, as to
+/// mint it.
 pub async fn revoke(cp: &ControlPlane, caller: &Caller, slug: &Slug, token_id: &str) -> ApiResult<()> {
     let team = caller.team;
     let not_found = || ApiError::not_found("no token with this id on this queue");
     let id = Uuid::try_parse(token_id).map_err(|_| not_found())?;
-    let hash: String = sqlx::query_scalar(
-        "UPDATE tokens t SET revoked_at = COALESCE(t.revoked_at, now())
-         FROM queues q
-         WHERE q.team_id = $1 AND q.slug = $2 AND q.deleted_at IS NULL AND t.queue_id = q.id AND t.id = $3
-         RETURNING t.secret_hash",
+    let mut tx = cp.db().begin().await?;
+    let (hash, scopes, revoked): (String, Vec<String>, bool) = sqlx::query_as(
+        "SELECT t.secret_hash, t.scopes, t.revoked_at IS NOT NULL
+         FROM tokens t JOIN queues q ON q.id = t.queue_id
+         WHERE q.team_id = $1 AND q.slug = $2 AND q.deleted_at IS NULL AND t.id = $3
+         FOR UPDATE OF t",
     )
     .bind(team.as_uuid())
     .bind(slug.as_str())
     .bind(id)
-    .fetch_optional(cp.db())
+    .fetch_optional(&mut *tx)
     .await?
     .ok_or_else(not_found)?;
+    if scopes.iter().any(|scope| scope == Scope::Manage.as_str()) {
+        caller.require(TeamRole::Admin)?;
+    }
+    if !revoked {
+        sqlx::query("UPDATE tokens SET revoked_at = now() WHERE id = $1").bind(id).execute(&mut *tx).await?;
+        audit::record(&mut tx, caller, "token.revoked", Target::new("token", id)).await?;
+    }
+    tx.commit().await?;
     projection::remove_token(&mut cp.redis(), cp.keys(), &hash).await.map_err(projection::failed)?;
     Ok(cp.engine().confirm_replicated(&[cp.keys().token(&hash)]).await?)
 }

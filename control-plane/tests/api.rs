@@ -4,6 +4,7 @@
 mod api {
     mod account;
     mod account_billing;
+    mod audit;
     mod auth;
     mod billed;
     mod billing;

@@ -190,6 +190,7 @@ pub async fn set_budget(cp: &ControlPlane, caller: &Caller, input: BudgetInput) 
     if !(1..=100).contains(&input.alert_percent) {
         return Err(ApiError::field("alert_percent", "must be between 1 and 100"));
     }
+    let mut tx = cp.db().begin().await?;
     sqlx::query(
         "INSERT INTO billing_accounts (team_id, monthly_limit_cents, alert_percent) VALUES ($1, $2, $3)
          ON CONFLICT (team_id) DO UPDATE
@@ -199,8 +200,10 @@ pub async fn set_budget(cp: &ControlPlane, caller: &Caller, input: BudgetInput) 
     .bind(team.as_uuid())
     .bind(input.monthly_limit_cents as i64)
     .bind(input.alert_percent as i32)
-    .execute(cp.db())
+    .execute(&mut *tx)
     .await?;
+    crate::audit::record(&mut tx, caller, "billing.budget_changed", crate::audit::Target::new("billing", team)).await?;
+    tx.commit().await?;
     Ok(overview(cp, team).await?.budget)
 }
 

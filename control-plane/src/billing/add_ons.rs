@@ -69,6 +69,12 @@ impl SizeChange {
         self.change == PayloadChange::AwaitStripe
     }
 
+    /// Whether this changes what the team buys (an add-on row is written): the audit log's
+    /// `billing.add_on_changed`.
+    pub fn bills(&self) -> bool {
+        self.billed.is_some()
+    }
+
     /// Writes the add-on row and its outbox row in the caller's transaction.
     pub(crate) async fn record(&self, tx: &mut PgConnection) -> ApiResult<()> {
         let Some(billed) = &self.billed else { return Ok(()) };

@@ -22,6 +22,7 @@ pub(crate) mod projection;
 pub(crate) mod reconciler;
 pub(crate) mod store;
 
+use crate::audit::{self, Target};
 use crate::slug::Slug;
 use crate::state::ControlPlane;
 use crate::teams::{Caller, TeamId};
@@ -148,7 +149,10 @@ pub async fn create(cp: &ControlPlane, caller: &Caller, input: NewHost) -> ApiRe
         tracing::info!(hostname = %released, "custom host released to the team now holding its domain");
         projection::remove_host(&mut cp.redis(), cp.keys(), &released).await.map_err(crate::projection::failed)?;
     }
-    let row = store::insert(cp.db(), team, domain, queue.id.0, &name).await?;
+    let mut tx = cp.db().begin().await?;
+    let row = store::insert(&mut tx, team, domain, queue.id.0, &name).await?;
+    audit::record(&mut tx, caller, "host.added", Target::new("host", row.id)).await?;
+    tx.commit().await?;
     cp.hosts().wake.notify_one();
     Ok(row.into_host(&cp.hosts().policy.edge_hostname))
 }
@@ -178,7 +182,10 @@ pub async fn get(cp: &ControlPlane, team: TeamId, id: Uuid) -> ApiResult<Host> {
 /// its messages and its tokens stay.
 pub async fn delete(cp: &ControlPlane, caller: &Caller, id: Uuid) -> ApiResult<()> {
     let team = caller.team;
-    let hostname = store::delete(cp.db(), team, id).await?.ok_or_else(not_found)?;
+    let mut tx = cp.db().begin().await?;
+    let hostname = store::delete(&mut tx, team, id).await?.ok_or_else(not_found)?;
+    audit::record(&mut tx, caller, "host.removed", Target::new("host", id)).await?;
+    tx.commit().await?;
     tracing::info!(%hostname, "custom host removed");
     projection::remove_host(&mut cp.redis(), cp.keys(), &hostname).await.map_err(crate::projection::failed)
 }
@@ -195,7 +202,10 @@ pub(crate) async fn remove_projections(cp: &ControlPlane, hostnames: &[String]) 
 /// Asks the reconciler to look at the host now (DNS, then the certificate if needed).
 pub async fn check(cp: &ControlPlane, caller: &Caller, id: Uuid) -> ApiResult<Host> {
     let team = caller.team;
-    let row = store::check_now(cp.db(), Some(team), id).await?.ok_or_else(not_found)?;
+    let mut tx = cp.db().begin().await?;
+    let row = store::check_now(&mut tx, Some(team), id).await?.ok_or_else(not_found)?;
+    audit::record(&mut tx, caller, "host.checked", Target::new("host", row.id)).await?;
+    tx.commit().await?;
     cp.hosts().wake.notify_one();
     Ok(row.into_host(&cp.hosts().policy.edge_hostname))
 }
@@ -217,7 +227,7 @@ pub async fn admin_list(
 
 /// Operators: re-check any team's host now.
 pub async fn admin_check(cp: &ControlPlane, _operator: &crate::AuthOperator, id: Uuid) -> ApiResult<AdminHost> {
-    let row = store::check_now(cp.db(), None, id).await?.ok_or_else(not_found)?;
+    let row = store::check_now(&mut *cp.db().acquire().await?, None, id).await?.ok_or_else(not_found)?;
     cp.hosts().wake.notify_one();
     Ok(row.into_admin(&cp.hosts().policy.edge_hostname))
 }

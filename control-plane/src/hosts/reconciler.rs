@@ -64,6 +64,8 @@ async fn round(cp: &ControlPlane, shutdown: &CancellationToken) -> anyhow::Resul
         }
     }
     domain_proof::recheck(cp, cp.hosts().domain_recheck).await?;
+    // Every control replica runs this loop: it also deletes audit events past their retention.
+    crate::audit::sweep_when_due(cp.db()).await;
     Ok(())
 }
 

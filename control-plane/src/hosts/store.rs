@@ -5,7 +5,7 @@
 
 use crate::teams::TeamId;
 use chrono::{DateTime, Utc};
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgExecutor, PgPool};
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -48,7 +48,7 @@ impl HostRow {
 }
 
 pub(crate) async fn insert(
-    db: &PgPool,
+    db: &mut PgConnection,
     team: TeamId,
     domain: Uuid,
     queue: Uuid,
@@ -63,7 +63,7 @@ pub(crate) async fn insert(
     .bind(domain)
     .bind(queue)
     .bind(hostname)
-    .execute(db)
+    .execute(&mut *db)
     .await?;
     find(db, Some(team), id).await?.ok_or(sqlx::Error::RowNotFound)
 }
@@ -83,7 +83,11 @@ pub(crate) async fn release_unproven(db: &PgPool, team: TeamId, hostname: &str) 
 }
 
 /// One host, the team's own unless `team` is `None` (operators, the reconciler).
-pub(crate) async fn find(db: &PgPool, team: Option<TeamId>, id: Uuid) -> sqlx::Result<Option<HostRow>> {
+pub(crate) async fn find<'e>(
+    db: impl PgExecutor<'e>,
+    team: Option<TeamId>,
+    id: Uuid,
+) -> sqlx::Result<Option<HostRow>> {
     sqlx::query_as::<_, HostRow>(&format!("{SELECT} WHERE h.id = $1 AND ($2::uuid IS NULL OR h.team_id = $2)"))
         .bind(id)
         .bind(team.map(TeamId::as_uuid))
@@ -108,7 +112,7 @@ pub(crate) async fn with_certificates(db: &PgPool) -> sqlx::Result<Vec<HostRow>>
 }
 
 /// Deletes the team's host; its hostname, or `None` when there is no such host.
-pub(crate) async fn delete(db: &PgPool, team: TeamId, id: Uuid) -> sqlx::Result<Option<String>> {
+pub(crate) async fn delete(db: &mut PgConnection, team: TeamId, id: Uuid) -> sqlx::Result<Option<String>> {
     sqlx::query_scalar("DELETE FROM hosts WHERE id = $1 AND team_id = $2 RETURNING hostname")
         .bind(id)
         .bind(team.as_uuid())
@@ -118,12 +122,16 @@ pub(crate) async fn delete(db: &PgPool, team: TeamId, id: Uuid) -> sqlx::Result<
 
 /// Makes the host due now (a claim in flight finishes first; its write-back then sets the next
 /// time, which this does not undo for long: the team can ask again).
-pub(crate) async fn check_now(db: &PgPool, team: Option<TeamId>, id: Uuid) -> sqlx::Result<Option<HostRow>> {
+pub(crate) async fn check_now(
+    db: &mut PgConnection,
+    team: Option<TeamId>,
+    id: Uuid,
+) -> sqlx::Result<Option<HostRow>> {
     let updated =
         sqlx::query("UPDATE hosts SET next_attempt_at = now() WHERE id = $1 AND ($2::uuid IS NULL OR team_id = $2)")
             .bind(id)
             .bind(team.map(TeamId::as_uuid))
-            .execute(db)
+            .execute(&mut *db)
             .await?;
     if updated.rows_affected() == 0 {
         return Ok(None);

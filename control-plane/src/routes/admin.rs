@@ -5,6 +5,7 @@ use crate::admin::{self, CallbackUrl};
 use crate::auth::AuthOperator;
 use crate::members::Member;
 use crate::state::ControlPlane;
+use crate::teams::RequestOrigin;
 use aqs_core::ApiQuery;
 use aqs_core::{ApiJson, ApiResult};
 use axum::extract::State;
@@ -81,10 +82,11 @@ pub(super) async fn list(
 pub(super) async fn add(
     State(cp): State<ControlPlane>,
     operator: AuthOperator,
+    origin: RequestOrigin,
     ApiPath(member): ApiPath<String>,
     ApiJson(input): ApiJson<NewCallbackUrl>,
 ) -> ApiResult<(StatusCode, ApiJson<CallbackUrlBody>)> {
-    let added = admin::add_callback_url(&cp, &operator, &member, &input.prefix).await?;
+    let added = admin::add_callback_url(&cp, &operator, &origin, &member, &input.prefix).await?;
     Ok((StatusCode::CREATED, ApiJson(CallbackUrlBody { callback_url: added })))
 }
 
@@ -93,7 +95,8 @@ pub(super) async fn add(
 pub(super) async fn remove(
     State(cp): State<ControlPlane>,
     operator: AuthOperator,
+    origin: RequestOrigin,
     ApiPath((member, id)): ApiPath<(String, String)>,
 ) -> ApiResult<ApiJson<Removed>> {
-    Ok(ApiJson(Removed { push_stopped: admin::remove_callback_url(&cp, &operator, &member, &id).await? }))
+    Ok(ApiJson(Removed { push_stopped: admin::remove_callback_url(&cp, &operator, &origin, &member, &id).await? }))
 }

@@ -36,9 +36,10 @@ pub(super) async fn signup(
 pub(super) async fn login(
     State(cp): State<ControlPlane>,
     origin: Origin,
+    request: crate::teams::RequestOrigin,
     ApiJson(credentials): ApiJson<Credentials>,
 ) -> ApiResult<ApiJson<SignedIn>> {
-    Ok(ApiJson(auth::login(&cp, credentials, origin).await?))
+    Ok(ApiJson(auth::login_requested(&cp, credentials, origin, request.request_id).await?))
 }
 
 #[derive(serde::Serialize, utoipa::ToSchema)]

@@ -3,6 +3,7 @@
 
 mod account;
 mod admin;
+mod audit;
 mod auth;
 mod billing;
 mod hosts;
@@ -121,4 +122,6 @@ fn routes() -> Routes<ControlPlane> {
         .route("/api/v1/invites/{secret}/accept", post(teams::accept))
         .route("/api/v1/keys", post(keys::create).merge(get(keys::list)).layer(need(ADMIN)))
         .route("/api/v1/keys/{id}", delete(keys::revoke).layer(need(ADMIN)))
+        .route("/api/v1/audit", get(audit::list).layer(need(ADMIN)))
+        .route("/api/v1/admin/audit", get(audit::admin_list))
 }

@@ -1,7 +1,7 @@
 //! `GET /api/v1/openapi.json`: the management API's OpenAPI 3.1 document, generated from the
 //! handlers' `#[utoipa::path]` annotations and the types they answer with. Served without a session.
 
-use super::{account, admin, auth, billing, hosts, keys, push, queues, teams, tokens};
+use super::{account, admin, audit, auth, billing, hosts, keys, push, queues, teams, tokens};
 use aqs_core::openapi;
 use axum::http::HeaderValue;
 use axum::http::header::CONTENT_TYPE;
@@ -81,6 +81,8 @@ use utoipa::OpenApi;
         keys::create,
         keys::list,
         keys::revoke,
+        audit::list,
+        audit::admin_list,
     ),
     tags(
         (name = "auth", description = "Sign up, log in, sessions."),
@@ -92,6 +94,7 @@ use utoipa::OpenApi;
         (name = "billing", description = "Payment method, paid add-ons, budget."),
         (name = "teams", description = "Teams, their members and roles, invite links."),
         (name = "keys", description = "Management keys: a team's credential for automation."),
+        (name = "audit", description = "The team's audit log (owners and admins)."),
         (name = "admin", description = "Operators only (404 to everyone else)."),
     )
 )]
