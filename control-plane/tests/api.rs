@@ -20,6 +20,7 @@ mod api {
     mod push_admin;
     mod queues;
     mod support;
+    mod suspend;
     mod text_fields;
     mod tokens;
 }

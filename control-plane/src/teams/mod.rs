@@ -5,8 +5,10 @@
 //! - [`TeamId`], [`TeamRole`]: the ids and roles every service function is given;
 //! - `caller`: [`Caller`], who is asking for which team with which role (the extractor every
 //!   team route takes), and [`need`], the minimum role a route declares in the route table;
-//! - `store`: team rows, memberships, suspension and limits.
+//! - `store`: team rows, memberships, suspension and limits;
+//! - `admin`: operators' suspensions and limits, and their projection into Redis.
 
+pub mod admin;
 mod caller;
 pub mod store;
 
