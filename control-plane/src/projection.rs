@@ -48,6 +48,9 @@ static PUT_PUSH: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("s
 /// Deletes a push record unless a later push change is there.
 static REMOVE_PUSH: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/remove_push.lua")));
 
+/// Sets or clears a queue's team suspension in its meta hash unless the queue was deleted.
+static PUT_SUSPENSION: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/put_suspension.lua")));
+
 /// Writes a token record unless the token was revoked.
 static PUT_TOKEN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/put_token.lua")));
 
@@ -90,6 +93,23 @@ pub async fn create_queue(
 /// a reader never finds it missing). The slug never changes.
 pub async fn update_queue(conn: &mut RedisConn, keys: &Keys, meta: &QueueMeta) -> RedisResult<()> {
     put_metas(conn, keys, std::slice::from_ref(meta)).await
+}
+
+/// A team suspended (`reason`) or no longer (`None`): the `suspended` field of each of its queues'
+/// meta hashes, which the data plane reads with the settings. One script call per queue (see
+/// `put_metas`). Callers serialise these writes per team (`teams::admin`).
+pub async fn put_suspension(
+    conn: &mut RedisConn,
+    keys: &Keys,
+    queues: &[QueueId],
+    reason: Option<&str>,
+) -> RedisResult<()> {
+    for id in queues {
+        let mut invocation = PUT_SUSPENSION.key(keys.queue(*id).meta());
+        invocation.key(keys.deleted_queue(*id)).arg(reason.unwrap_or_default());
+        invocation.invoke_async::<i64>(conn).await?;
+    }
+    Ok(())
 }
 
 pub async fn put_token(conn: &mut RedisConn, keys: &Keys, token: &ProjectedToken) -> RedisResult<()> {

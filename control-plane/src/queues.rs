@@ -9,7 +9,7 @@ use crate::projection;
 pub use crate::queue_settings::{NewQueue, QueueChanges};
 use crate::slug::{self, Slug};
 use crate::state::ControlPlane;
-use crate::teams::{Caller, TeamId, TeamRole};
+use crate::teams::{Caller, TeamId, TeamRole, admin};
 use crate::timefmt;
 use crate::tokens::{self, CreatedToken};
 use aqs_core::ids::QueueId;
@@ -64,6 +64,8 @@ impl Queue {
             payload_limit: self.payload_size,
             storage_limit: self.storage_limit,
             revision: self.revision,
+            // Written by the team's suspension alone (`teams::admin`), never with the settings.
+            suspended: None,
         }
     }
 }
@@ -85,11 +87,18 @@ pub async fn create(cp: &ControlPlane, caller: &Caller, input: NewQueue) -> ApiR
     let mut tx = cp.db().begin().await?;
     // Locking the team's row serialises its creates, so two concurrent requests cannot both
     // count nine queues and make eleven, and a create cannot slip past the team's deletion.
-    let max: i32 = sqlx::query_scalar("SELECT max_queues FROM teams WHERE id = $1 AND deleted_at IS NULL FOR UPDATE")
-        .bind(team.as_uuid())
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or_else(|| ApiError::Unauthorized("this team no longer exists".into()))?;
+    // The lock also orders this create with a suspension: one committed meanwhile is seen here,
+    // and a later one's projection finds this queue (`teams::admin::project_suspension`).
+    let (max, suspended): (i32, Option<String>) = sqlx::query_as(
+        "SELECT max_queues, suspended_reason FROM teams WHERE id = $1 AND deleted_at IS NULL FOR UPDATE",
+    )
+    .bind(team.as_uuid())
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or_else(|| ApiError::Unauthorized("this team no longer exists".into()))?;
+    if let Some(reason) = suspended {
+        return Err(admin::suspended(&reason));
+    }
     let live: i64 = sqlx::query_scalar("SELECT count(*) FROM queues WHERE team_id = $1 AND deleted_at IS NULL")
         .bind(team.as_uuid())
         .fetch_one(&mut *tx)
@@ -99,6 +108,7 @@ pub async fn create(cp: &ControlPlane, caller: &Caller, input: NewQueue) -> ApiR
             "this team may have at most {max} queues; delete one to create another, or ask us to raise the limit"
         )));
     }
+    admin::check_storage(&mut tx, team, None, settings.storage_limit).await?;
     let queue = store::insert_with_free_slug(&mut tx, team, &settings, &base)
         .await?
         .ok_or_else(|| ApiError::Conflict("could not find a free address for this name; choose another name".into()))?
@@ -173,6 +183,9 @@ pub async fn update(cp: &ControlPlane, caller: &Caller, slug: &Slug, changes: Qu
     let mut tx = cp.db().begin().await?;
     if let Some(change) = &size_change {
         change.record(&mut tx).await?;
+    }
+    if let Some(bytes) = changes.storage_limit {
+        admin::check_storage(&mut tx, team, Some(slug.as_str()), bytes).await?;
     }
     let queue = store::update(&mut tx, team, slug, changes).await?.ok_or_else(not_found)?.into_queue(cp.public_url());
     audit::record(&mut tx, caller, "queue.updated", Target::new("queue", queue.id)).await?;

@@ -62,8 +62,11 @@ impl ControlPlane {
         let recent_pushes = live_pushes(db, since).await?;
         projection::put_pushes(&mut conn, keys, &recent_pushes).await.context("catching up push targets")?;
 
+        let suspended = self.resync_suspensions().await.context("writing team suspensions")?;
+
         tracing::info!(
             queues = metas.len(),
+            suspended,
             tokens = tokens.len(),
             pushes = pushes.len(),
             stale_tokens,
@@ -77,6 +80,36 @@ impl ControlPlane {
             crate::hosts::projection::resync(&mut conn, keys, &hosts).await.context("writing custom hosts")?;
         tracing::info!(hosts = hosts.len(), stale_hosts, "custom hosts re-synced");
         Ok(())
+    }
+
+    /// The `suspended` field of every live queue's meta as its team has it: cleared on the queues of
+    /// teams that are not suspended, then written for each suspended team under the team's lock
+    /// (`project_suspension`), after the clearing, so a suspension committed meanwhile is kept.
+    /// Answers how many teams are suspended.
+    async fn resync_suspensions(&self) -> anyhow::Result<usize> {
+        let free: Vec<Uuid> = sqlx::query_scalar(
+            "SELECT q.id FROM queues q JOIN teams t ON t.id = q.team_id
+             WHERE q.deleted_at IS NULL AND t.suspended_at IS NULL",
+        )
+        .fetch_all(self.db())
+        .await?;
+        for chunk in free.chunks(200) {
+            let mut pipe = redis::pipe();
+            for id in chunk {
+                pipe.hdel(self.keys().queue(QueueId(*id)).meta(), aqs_core::projection::meta_field::SUSPENDED).ignore();
+            }
+            pipe.query_async::<()>(&mut self.redis()).await?;
+        }
+        let suspended: Vec<Uuid> =
+            sqlx::query_scalar("SELECT id FROM teams WHERE suspended_at IS NOT NULL AND deleted_at IS NULL")
+                .fetch_all(self.db())
+                .await?;
+        for team in &suspended {
+            crate::teams::admin::project_suspension(self, crate::teams::TeamId::from_stored(*team))
+                .await
+                .map_err(|err| anyhow::anyhow!("projecting the suspension of team {team}: {err}"))?;
+        }
+        Ok(suspended.len())
     }
 
     async fn remove_stale_tokens(&self) -> anyhow::Result<usize> {

@@ -23,6 +23,7 @@ mod api {
     mod queues;
     mod support;
     mod teams;
+    mod suspend;
     mod text_fields;
     mod tokens;
 }

@@ -7,6 +7,8 @@
 //!   settings change takes effect on the next request. The data plane keeps one field of its own
 //!   there, `w` (until when a long poll may wait), so that publish reads it with the settings; the
 //!   projection writes its fields with HSET and never deletes the hash while the queue lives.
+//!   `suspended` (the operator's reason, present only while the queue's team is suspended) is
+//!   written by the team's suspension alone, never by a settings write, so neither undoes the other.
 //! - `NS:slug:<slug>` (string): the queue id.
 //! - `NS:token:<sha256>` (hash, `TokenRecord`): on revocation it becomes a tombstone,
 //!   `{revoked = 1}`, for a day (no record version: the data plane reads it as no token), so that
@@ -40,6 +42,9 @@ pub mod meta_field {
     pub const PUSH_REVISION: &str = "push_rev";
     /// Written by the data plane's scripts, never by the projection.
     pub const WAITING_UNTIL: &str = "w";
+    /// The operator's reason while the queue's team is suspended; absent otherwise. Written only
+    /// by the suspension's projection (`QueueMeta::to_fields` leaves it out).
+    pub const SUSPENDED: &str = "suspended";
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,9 +58,14 @@ pub struct QueueMeta {
     pub storage_limit: u64,
     /// Counts the row's changes in PostgreSQL; 0 in a hash written before revisions existed.
     pub revision: u64,
+    /// The operator's reason while the queue's team is suspended: every token of the queue is
+    /// refused and push delivery stops. Read back, never written by [`QueueMeta::to_fields`].
+    pub suspended: Option<String>,
 }
 
 impl QueueMeta {
+    /// The fields a settings write sets: every one but `suspended`, which belongs to the team's
+    /// suspension (a queue's settings change must not undo it, nor clear it).
     pub fn to_fields(&self) -> Vec<(&'static str, String)> {
         use meta_field::*;
         vec![
@@ -86,6 +96,7 @@ impl QueueMeta {
             payload_limit: num(PAYLOAD_LIMIT)?,
             storage_limit: num(STORAGE_LIMIT)?,
             revision: num(REVISION).unwrap_or(0),
+            suspended: fields.get(SUSPENDED).filter(|reason| !reason.is_empty()).cloned(),
         })
     }
 }
@@ -263,9 +274,16 @@ mod tests {
             payload_limit: 1 << 20,
             storage_limit: 1 << 30,
             revision: 7,
+            suspended: None,
         };
-        let fields = meta.to_fields().into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
-        assert_eq!(QueueMeta::from_fields(meta.id, &fields), Some(meta));
+        let mut fields: HashMap<String, String> =
+            meta.to_fields().into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        assert_eq!(QueueMeta::from_fields(meta.id, &fields), Some(meta.clone()));
+        // The suspension is read back, but a settings write does not carry it.
+        fields.insert(meta_field::SUSPENDED.into(), "unpaid invoice".into());
+        let suspended = QueueMeta::from_fields(meta.id, &fields).unwrap();
+        assert_eq!(suspended.suspended.as_deref(), Some("unpaid invoice"));
+        assert!(!suspended.to_fields().iter().any(|(k, _)| *k == meta_field::SUSPENDED));
 
         let token = TokenRecord { token_id: uuid::Uuid::new_v4(), queue: QueueId::new(), scopes: vec![Scope::Send] };
         let fields = token.to_fields().into_iter().map(|(k, v)| (k.to_owned(), v)).collect();

@@ -3,8 +3,9 @@
 //! belongs to the queue and has a scope the route allows. What a route allows is declared beside
 //! it in the route table (`routes/mod.rs`) as an [`Access`] layer, which this extractor reads.
 //! Order of answers: a missing, malformed or unknown token is 401; an unknown slug, or a queue
-//! other than the token's, is 404 (another tenant's queue is never revealed); a missing scope is
-//! 403; all before the handler reads its query or body.
+//! other than the token's, is 404 (another tenant's queue is never revealed); a queue whose team
+//! an operator suspended is 403 `team_suspended`; a missing scope is 403 `forbidden`; all before
+//! the handler reads its query or body.
 
 use crate::state::DataPlane;
 use aqs_core::error::{ApiError, ApiResult};
@@ -70,6 +71,13 @@ impl FromRequestParts<DataPlane> for QueueContext {
         };
         if token.queue != queue {
             return Err(ApiError::not_found("no such queue"));
+        }
+        // The cached settings (which publish reads anyway, so it costs publish nothing more): a
+        // suspended team's tokens are refused on every route, before their scope is looked at.
+        if let Some(meta) = state.auth.meta(&mut conn, queue).await?
+            && let Some(reason) = &meta.suspended
+        {
+            return Err(ApiError::TeamSuspended(format!("an operator suspended this queue's team: {reason}")));
         }
         let access = parts
             .extensions

@@ -57,6 +57,8 @@ mod recovery;
 mod request_id;
 #[path = "api/storage_budget.rs"]
 mod storage_budget;
+#[path = "api/suspended.rs"]
+mod suspended;
 #[path = "api/timing.rs"]
 mod timing;
 #[path = "api/validation.rs"]

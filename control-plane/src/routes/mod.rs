@@ -4,6 +4,7 @@
 mod account;
 mod admin;
 mod audit;
+mod admin_teams;
 mod auth;
 mod billing;
 mod hosts;
@@ -84,6 +85,11 @@ fn routes() -> Routes<ControlPlane> {
         .route("/api/v1/admin/members", get(admin::find_member))
         .route("/api/v1/admin/members/{id}/callback-urls", get(admin::list).post(admin::add))
         .route("/api/v1/admin/members/{id}/callback-urls/{url_id}", delete(admin::remove))
+        .route("/api/v1/admin/teams", get(admin_teams::find))
+        .route("/api/v1/admin/teams/{id}", get(admin_teams::get))
+        .route("/api/v1/admin/teams/{id}/suspend", post(admin_teams::suspend))
+        .route("/api/v1/admin/teams/{id}/unsuspend", post(admin_teams::unsuspend))
+        .route("/api/v1/admin/teams/{id}/limits", patch(admin_teams::limits))
         .route(
             "/api/v1/domains",
             post(hosts::create_domain).layer(need(ADMIN)).merge(get(hosts::list_domains).layer(need(VIEWER))),

@@ -1,7 +1,7 @@
 //! `GET /api/v1/openapi.json`: the management API's OpenAPI 3.1 document, generated from the
 //! handlers' `#[utoipa::path]` annotations and the types they answer with. Served without a session.
 
-use super::{account, admin, audit, auth, billing, hosts, keys, push, queues, teams, tokens};
+use super::{account, admin, admin_teams, audit, auth, billing, hosts, keys, push, queues, teams, tokens};
 use aqs_core::openapi;
 use axum::http::HeaderValue;
 use axum::http::header::CONTENT_TYPE;
@@ -49,6 +49,11 @@ use utoipa::OpenApi;
         admin::list,
         admin::add,
         admin::remove,
+        admin_teams::find,
+        admin_teams::get,
+        admin_teams::suspend,
+        admin_teams::unsuspend,
+        admin_teams::limits,
         hosts::create_domain,
         hosts::list_domains,
         hosts::get_domain,

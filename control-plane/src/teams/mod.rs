@@ -8,7 +8,9 @@
 //! - `store`: team rows, memberships, suspension and limits;
 //! - `manage`: the teams a member is in, a new team, members, roles, leaving, deleting a team;
 //! - `invites`: invite links, previewed by anyone holding one and accepted by a signed-in member.
+//! - `admin`: operators' suspensions and limits, and their projection into Redis.
 
+pub mod admin;
 mod caller;
 pub mod invites;
 pub mod manage;

@@ -45,6 +45,7 @@ async fn every_change_is_projected(db: PgPool) {
         payload_limit: 1 << 20,
         storage_limit: 1 << 30,
         revision: 1,
+        suspended: None,
     };
     assert_eq!(meta(&app, id).await, Some(expected.clone()));
     assert_eq!(app.string(&app.keys.slug("jobs")).await, Some(id.to_string()));

@@ -51,6 +51,7 @@ pub fn default_meta(id: QueueId, slug: &str) -> QueueMeta {
         payload_limit: 1 << 20,
         storage_limit: 1 << 30,
         revision: 1,
+        suspended: None,
     }
 }
 

@@ -43,10 +43,13 @@ local IDEM_MS = 86400000
 local WAIT_GRACE_MS = 1000
 
 local function read_meta()
-  local m = redis.call('HMGET', K_META, 'v', 'paused', 'visibility_ms', 'max_attempts', 'payload_limit', 'storage_limit')
+  local m = redis.call('HMGET', K_META, 'v', 'paused', 'visibility_ms', 'max_attempts', 'payload_limit', 'storage_limit',
+    'suspended')
   if not m[1] then return nil end
   return {
     paused = m[2] == '1',
+    -- The queue's team is suspended (the operator's reason is the value): it delivers nothing.
+    suspended = m[7] ~= false and m[7] ~= '',
     visibility_ms = tonumber(m[3]),
     max_attempts = tonumber(m[4]),
     payload_limit = tonumber(m[5]),

@@ -8,13 +8,15 @@
 --          stream id, message id, body, content type, attributes, group id or '', published ms, attempts,
 --          delivery base n, accounted bytes sz, has an idempotency key (1/0)}
 --          (the last three go into the receipt, so that ack need not read the entry).
---      or {'no_queue'} | {'paused'}.
+--      or {'no_queue'} | {'paused'} (paused, or its team suspended).
 local refused = rate_refused() if refused then return refused end
 local now, day, max, lease_ms = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local wait_until = tonumber(ARGV[5])
 local meta = read_meta()
 if not meta then return { 'no_queue' } end
-if meta.paused then return { 'paused' } end
+-- A suspended team's queue leases nothing, as if paused: its tokens are refused before any script
+-- runs, so this stops its push dispatchers, which resume once the suspension is lifted.
+if meta.paused or meta.suspended then return { 'paused' } end
 if lease_ms == 0 then lease_ms = meta.visibility_ms end
 local deadline = now + lease_ms
 
