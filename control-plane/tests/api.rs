@@ -18,8 +18,11 @@ mod api {
     mod projection;
     mod push;
     mod push_admin;
+    mod migration;
     mod queues;
+    mod roles;
     mod support;
+    mod tenancy;
     mod text_fields;
     mod tokens;
 }
