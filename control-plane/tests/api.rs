@@ -20,10 +20,13 @@ mod api {
     mod projection;
     mod push;
     mod push_admin;
+    mod migration;
     mod queues;
+    mod roles;
     mod support;
     mod teams;
     mod suspend;
+    mod tenancy;
     mod text_fields;
     mod tokens;
 }
