@@ -23,7 +23,10 @@ pub(crate) enum ConsoleError {
     Csrf,
     /// The member's role in the team is too low for this (the message names the role needed), or
     /// the team is suspended and its forms are refused: a 403 page.
-    Forbidden { heading: &'static str, message: String },
+    Forbidden {
+        heading: &'static str,
+        message: String,
+    },
     BadRequest(String),
     Unavailable,
     Internal(anyhow::Error),

@@ -114,8 +114,15 @@ pub async fn remove_callback_url(
             .await?
             .ok_or_else(not_found)?;
     let target = Target::new("callback_url", id);
-    audit::record_as(&mut tx, Some(TeamId::from_stored(team)), &actor(operator), origin, "callback_url.removed", target)
-        .await?;
+    audit::record_as(
+        &mut tx,
+        Some(TeamId::from_stored(team)),
+        &actor(operator),
+        origin,
+        "callback_url.removed",
+        target,
+    )
+    .await?;
     tx.commit().await?;
     tracing::info!(operator = %operator.id().as_uuid(), %team, %prefix, "callback URL withdrawn");
     stop_unauthorised(cp, team).await

@@ -56,13 +56,15 @@ pub mod tokens;
 
 pub use auth::{AuthMember, AuthOperator, Credentials, PasswordChange, SignedIn};
 pub use database::{PROBE_EVERY, Waiting, database_unavailable};
+pub use keys::{CreatedKey, ManagementKey, NewKey};
 pub use members::{Member, MemberId, Role, grant_operator};
 pub use queues::{NewQueue, Queue, QueueChanges};
 pub use routes::{document as openapi_document, router, served_paths};
 pub use sessions::Session;
 pub use state::ControlPlane;
-pub use keys::{CreatedKey, ManagementKey, NewKey};
-pub use teams::{Caller, CreatedInvite, Invite, InvitePreview, NewInvite, RequestOrigin, TeamId, TeamMember, TeamRole, TeamSummary};
+pub use teams::{
+    Caller, CreatedInvite, Invite, InvitePreview, NewInvite, RequestOrigin, TeamId, TeamMember, TeamRole, TeamSummary,
+};
 pub use tokens::{CreatedToken, NewToken, Token};
 
 /// Starts the control plane's background loops (the billing outbox) until `cancel`.

@@ -16,16 +16,16 @@ mod api {
     mod isolation;
     mod keys;
     mod login_throttle;
+    mod migration;
     mod openapi;
     mod projection;
     mod push;
     mod push_admin;
-    mod migration;
     mod queues;
     mod roles;
     mod support;
-    mod teams;
     mod suspend;
+    mod teams;
     mod tenancy;
     mod text_fields;
     mod tokens;

@@ -21,19 +21,21 @@ impl From<sqlx::Error> for ApiError {
     }
 }
 
-/// Says what already exists, by the name of the violated unique index (see `migrations/`).
+/// The unique indexes whose violation has its own message (their names as `migrations/` leaves
+/// them), and the message.
+const CONFLICTS: [(&str, &str); 6] = [
+    ("members_email_key", "a member with this email already exists"),
+    ("queues_live_slug_key", "a queue with this slug already exists"),
+    ("hosts_hostname_key", "this hostname is already in use by another host"),
+    ("domains_team_name_key", "your team already added this domain"),
+    ("domains_verified_name_key", "another team holds this domain verified"),
+    ("callback_urls_team_prefix_key", "this callback URL prefix is already authorised for the team"),
+];
+
+/// Says what already exists, by the name of the violated unique index.
 fn conflict_message(constraint: Option<&str>) -> String {
-    match constraint {
-        Some("members_email_key") => "a member with this email already exists".into(),
-        Some("queues_live_slug_key") => "a queue with this slug already exists".into(),
-        Some("hosts_hostname_key") => "this hostname is already in use by another host".into(),
-        Some("domains_member_name_key") => "you already added this domain".into(),
-        Some("domains_verified_name_key") => "another member holds this domain verified".into(),
-        Some("callback_urls_member_prefix_key") => {
-            "this callback URL prefix is already authorised for the member".into()
-        }
-        _ => "this already exists".into(),
-    }
+    let known = CONFLICTS.iter().find(|(name, _)| Some(*name) == constraint);
+    known.map_or("this already exists", |(_, message)| message).to_owned()
 }
 
 #[cfg(test)]
@@ -52,5 +54,19 @@ mod tests {
         assert_eq!(ApiError::from(sqlx::Error::PoolTimedOut).code(), "service_unavailable");
         assert_eq!(ApiError::from(sqlx::Error::RowNotFound).code(), "internal");
         assert!(conflict_message(Some("members_email_key")).contains("email"));
+    }
+
+    /// A renamed index would silently turn its conflict into "this already exists".
+    #[test]
+    fn every_named_index_exists_under_that_name_after_the_migrations() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../migrations");
+        let mut sql = String::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            sql.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
+        }
+        for (name, _) in CONFLICTS {
+            assert!(sql.contains(name), "no migration makes {name}");
+            assert!(!sql.contains(&format!("ALTER INDEX {name} RENAME")), "{name} was renamed");
+        }
     }
 }

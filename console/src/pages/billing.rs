@@ -4,7 +4,6 @@
 //! billing off it says so. Every Stripe step is a form post that redirects to Stripe. Every form
 //! carries a one-time id (`once`): a replay comes back here and is not sent again.
 
-use aqs_control_plane::TeamRole;
 use super::INVALID;
 use crate::error::PageResult;
 use crate::extract::{CurrentMember, FormData};
@@ -15,6 +14,7 @@ use crate::format;
 use crate::layout::Chrome;
 use crate::once;
 use crate::state::ConsoleState;
+use aqs_control_plane::TeamRole;
 use aqs_control_plane::billing::account::{self, BudgetInput, Overview};
 use askama::Template;
 use askama_web::WebTemplate;

@@ -150,7 +150,15 @@ pub(crate) async fn add(State(state): State<ConsoleState>, op: CurrentOperator, 
     let prefix = form.get("prefix").trim();
     let mut errors = FieldErrors::default();
     if let Some(member) = find(&state, &op.operator, email, &mut errors).await? {
-        match admin::add_callback_url(state.control(), &op.operator, &member_key(&member), prefix).await {
+        match admin::add_callback_url(
+            state.control(),
+            &op.operator,
+            &op.member.caller.origin,
+            &member_key(&member),
+            prefix,
+        )
+        .await
+        {
             Ok(added) => {
                 let message = format!("Authorised {} for {}.", added.prefix, member.email);
                 let location = format!("{PATH}?{}", email_query(&member.email));
@@ -196,7 +204,14 @@ pub(crate) async fn remove(
     form: FormData,
 ) -> PageResult<Response> {
     let (member, row) = find_row(&state, &op.operator, form.get("email"), form.get("id")).await?;
-    let stopped = admin::remove_callback_url(state.control(), &op.operator, &member_key(&member), &row.id).await?;
+    let stopped = admin::remove_callback_url(
+        state.control(),
+        &op.operator,
+        &op.member.caller.origin,
+        &member_key(&member),
+        &row.id,
+    )
+    .await?;
     let mut message = format!("Withdrew {} from {}.", row.prefix, member.email);
     if stopped.is_empty() {
         message.push_str(" No queue's push was affected.");

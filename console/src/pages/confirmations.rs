@@ -3,12 +3,12 @@
 //! goes, whose form POSTs to the action's own route, like every other destructive action of the
 //! console (no JavaScript).
 
-use aqs_control_plane::TeamRole;
 use crate::error::PageResult;
 use crate::extract::CurrentMember;
 use crate::layout::Chrome;
 use crate::once;
 use crate::state::ConsoleState;
+use aqs_control_plane::TeamRole;
 use aqs_control_plane::slug::Slug;
 use aqs_control_plane::{domains, hosts};
 use askama::Template;

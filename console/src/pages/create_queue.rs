@@ -7,7 +7,6 @@
 //! limit, or to a role below admin, the form is shown disabled with the reason, before anything is
 //! typed.
 
-use aqs_control_plane::TeamRole;
 use super::INVALID;
 use super::load_queue;
 use crate::error::PageResult;

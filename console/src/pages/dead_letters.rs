@@ -3,7 +3,6 @@
 //! whose reason contains a text), and replaying or purging one, those the filter selects, or all,
 //! each after a confirmation page. One dead letter's detail is `message_view`.
 
-use aqs_control_plane::TeamRole;
 use super::load_queue;
 use crate::body;
 use crate::error::{ConsoleError, PageResult};
@@ -15,6 +14,7 @@ use crate::layout::Chrome;
 use crate::once;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
+use aqs_control_plane::TeamRole;
 use aqs_control_plane::slug::Slug;
 use aqs_core::ids::MessageId;
 use aqs_core::time::now_ms;

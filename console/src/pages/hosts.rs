@@ -4,7 +4,6 @@
 //! Everything goes through the control plane's `domains` and `hosts` service functions. Every
 //! form carries its own one-time id (`once`): a replay is answered with the page, not done again.
 
-use aqs_control_plane::TeamRole;
 use crate::error::PageResult;
 use crate::extract::{CurrentMember, FormData};
 use crate::fields::FieldErrors;
@@ -12,6 +11,7 @@ use crate::form::{self, Outcome};
 use crate::layout::Chrome;
 use crate::once;
 use crate::state::ConsoleState;
+use aqs_control_plane::TeamRole;
 use aqs_control_plane::domains::{self, Domain, NewDomain};
 use aqs_control_plane::hosts::{self, Host, NewHost};
 use aqs_control_plane::queues;

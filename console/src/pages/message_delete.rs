@@ -5,13 +5,13 @@
 //! an unexplained `lease_lost`; the page says so and when the lease ends. Dead letters have their
 //! own purge on the Dead letters tab.
 
-use aqs_control_plane::TeamRole;
 use super::load_queue;
 use crate::error::{ConsoleError, PageResult};
 use crate::extract::{CurrentMember, FormData, PagePath};
 use crate::form::{self, Outcome};
 use crate::format;
 use crate::state::ConsoleState;
+use aqs_control_plane::TeamRole;
 use aqs_control_plane::slug::Slug;
 use aqs_core::ids::MessageId;
 use aqs_core::receipt::StreamId;

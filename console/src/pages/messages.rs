@@ -3,7 +3,6 @@
 //! a cursor, without leasing anything or counting an attempt; and purging the waiting messages
 //! after a confirmation. One message's detail is `message_view`, sending and receiving `try_out`.
 
-use aqs_control_plane::TeamRole;
 use super::load_queue;
 use crate::body;
 use crate::error::PageResult;
@@ -14,6 +13,7 @@ use crate::layout::Chrome;
 use crate::once;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
+use aqs_control_plane::TeamRole;
 use aqs_control_plane::slug::Slug;
 use aqs_core::time::now_ms;
 use aqs_engine::{BrowsedMessage, MessageRef, MessageState};

@@ -7,7 +7,6 @@
 //! beside it. The console only parses numbers, and leaves the batch-only fields out in message
 //! mode, where a browser without JavaScript still sends them.
 
-use aqs_control_plane::TeamRole;
 use super::push_actions::shown_secret;
 use super::push_log::{self, DeliveryRow};
 use super::{INVALID, load_queue};
@@ -22,6 +21,7 @@ use crate::once;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::Queue;
+use aqs_control_plane::TeamRole;
 use aqs_control_plane::push::{self, PushInput, PushTarget};
 use aqs_control_plane::slug::Slug;
 use aqs_core::ApiError;

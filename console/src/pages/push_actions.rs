@@ -3,7 +3,6 @@
 //! and after a rotation, with the copy button and the "shown once" warning of token secrets. The
 //! forms redirect to it, and a resubmitted rotation rotates nothing (see `once`).
 
-use aqs_control_plane::TeamRole;
 use super::load_queue;
 use super::push::target;
 use super::push_log::instant_of;
@@ -18,6 +17,7 @@ use crate::once;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::Queue;
+use aqs_control_plane::TeamRole;
 use aqs_control_plane::push::{self, PushTarget};
 use aqs_control_plane::slug::Slug;
 use aqs_core::secret::Secret;

@@ -1,7 +1,6 @@
 //! The Settings tab: visibility timeout, maximum attempts, payload size and storage limit; pause
 //! and resume; and deleting the queue, confirmed by typing its name.
 
-use aqs_control_plane::TeamRole;
 use super::create_queue::{PayloadOption, payload_options};
 use super::{INVALID, load_queue};
 use crate::error::PageResult;
@@ -14,6 +13,7 @@ use crate::layout::Chrome;
 use crate::once;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
+use aqs_control_plane::TeamRole;
 use aqs_control_plane::billing::account;
 use aqs_control_plane::slug::Slug;
 use aqs_control_plane::{Queue, QueueChanges, queues};

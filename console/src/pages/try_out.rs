@@ -5,7 +5,6 @@
 //! the lease deadline as it stands (an extend through the API moves it) and the two actions, each a
 //! one-time form, so a reload or a double click never acks or nacks twice.
 
-use aqs_control_plane::TeamRole;
 use super::{INVALID, load_queue};
 use crate::error::{ConsoleError, PageResult};
 use crate::extract::{CurrentMember, FormData, PagePath};
@@ -16,6 +15,7 @@ use crate::layout::Chrome;
 use crate::once;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
+use aqs_control_plane::TeamRole;
 use aqs_control_plane::slug::Slug;
 use aqs_core::ids::QueueId;
 use aqs_core::limits;

@@ -174,6 +174,6 @@ async fn at_the_queue_limit_the_create_form_is_disabled_with_the_reason(db: PgPo
     }
     let form = ada.get("/new").await;
     assert_eq!(form.status, 200);
-    form.assert_contains("id=\"queue-limit\">You have 10 queues, the most a member may have.");
+    form.assert_contains("id=\"queue-limit\">This team has 10 queues, the most it may have.");
     form.assert_contains("<fieldset class=\"bare stack\" disabled aria-describedby=\"queue-limit\">");
 }

@@ -19,7 +19,8 @@ const MEMBER: &str = "mia@example.com";
 /// hosts, billing) and the `jobs` queue's messages by state.
 async fn snapshot(t: &Team) -> String {
     let mut out = String::new();
-    for table in ["queues", "tokens", "push_targets", "domains", "hosts", "billing_accounts", "queue_add_ons", "teams"] {
+    for table in ["queues", "tokens", "push_targets", "domains", "hosts", "billing_accounts", "queue_add_ons", "teams"]
+    {
         let rows: Option<String> = sqlx::query_scalar(&format!(
             "SELECT string_agg(to_jsonb(t)::text, E'\\n' ORDER BY to_jsonb(t)::text) FROM {table} t"
         ))
@@ -67,10 +68,8 @@ async fn team(db: PgPool, role: TeamRole) -> Team {
     olga.get("/hosts").await;
     let added = olga.post("/hosts/domains", &[("name", "olga.example")]).await;
     assert_eq!(added.status, 303, "{}", added.body);
-    let domain = sqlx::query_scalar("SELECT id FROM domains WHERE name = 'olga.example'")
-        .fetch_one(app.cp.db())
-        .await
-        .unwrap();
+    let domain =
+        sqlx::query_scalar("SELECT id FROM domains WHERE name = 'olga.example'").fetch_one(app.cp.db()).await.unwrap();
 
     let jobs = queue_of(&app, OWNER, "jobs").await;
     publish(&app, &jobs, "payload-dead", "text/plain").await;
@@ -174,7 +173,7 @@ async fn every_form(mut t: Team) -> usize {
     t.post(&format!("/queues/jobs/tokens/{all}/revoke"), &[], Admin, 303).await;
 
     // Push.
-    t.post("/queues/hooks/push", &super::push::target("http://localhost:9/olga/hooks2", "20"), Admin, 303).await;
+    t.post("/queues/hooks/push", &super::push::target("http://localhost:9/olga/hooks2", "30"), Admin, 303).await;
     t.post("/queues/hooks/push/rotate-secret", &[], Admin, 303).await;
     t.post("/queues/hooks/push/stop", &[], Admin, 303).await;
 
@@ -287,7 +286,8 @@ async fn a_viewer_reads_every_page_but_no_body_and_sees_no_button_it_cannot_use(
     tokens.assert_lacks("/revoke");
     let home = t.mia.get("/").await;
     home.assert_lacks("href=\"/new\"");
-    for path in ["/queues/jobs", "/queues/jobs/activity", "/queues/jobs/consumers", "/queues/hooks/push", "/hosts", "/billing"]
+    for path in
+        ["/queues/jobs", "/queues/jobs/activity", "/queues/jobs/consumers", "/queues/hooks/push", "/hosts", "/billing"]
     {
         let page = t.mia.get(path).await;
         assert_eq!(page.status, 200, "{path}: {}", page.body);

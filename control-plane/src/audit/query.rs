@@ -118,7 +118,9 @@ impl Filter {
         let actor = given(raw.actor)
             .map(|actor| match Uuid::try_parse(&actor) {
                 Ok(id) => Ok(ActorFilter::Id(id)),
-                Err(_) if actor.contains('@') && actor.chars().count() <= 254 && !actor.chars().any(char::is_control) => {
+                Err(_)
+                    if actor.contains('@') && actor.chars().count() <= 254 && !actor.chars().any(char::is_control) =>
+                {
                     Ok(ActorFilter::Email(actor.to_lowercase()))
                 }
                 Err(_) => Err(ApiError::field("actor", "give an actor's id (a UUID) or email")),
@@ -281,8 +283,9 @@ mod tests {
     fn filters_are_checked_and_name_the_bad_parameter() {
         let filter = Filter::parse(raw(&[])).unwrap();
         assert_eq!((filter.limit, filter.action, filter.actor, filter.before), (50, None, None, None));
-        let filter = Filter::parse(raw(&[("action", "queue.created"), ("actor", " Ada@Example.com "), ("limit", "200")]))
-            .unwrap();
+        let filter =
+            Filter::parse(raw(&[("action", "queue.created"), ("actor", " Ada@Example.com "), ("limit", "200")]))
+                .unwrap();
         assert_eq!(filter.action.as_deref(), Some("queue.created"));
         assert_eq!(filter.actor, Some(ActorFilter::Email("ada@example.com".into())));
         assert_eq!(filter.limit, 200);

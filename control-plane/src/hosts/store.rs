@@ -83,11 +83,7 @@ pub(crate) async fn release_unproven(db: &PgPool, team: TeamId, hostname: &str) 
 }
 
 /// One host, the team's own unless `team` is `None` (operators, the reconciler).
-pub(crate) async fn find<'e>(
-    db: impl PgExecutor<'e>,
-    team: Option<TeamId>,
-    id: Uuid,
-) -> sqlx::Result<Option<HostRow>> {
+pub(crate) async fn find<'e>(db: impl PgExecutor<'e>, team: Option<TeamId>, id: Uuid) -> sqlx::Result<Option<HostRow>> {
     sqlx::query_as::<_, HostRow>(&format!("{SELECT} WHERE h.id = $1 AND ($2::uuid IS NULL OR h.team_id = $2)"))
         .bind(id)
         .bind(team.map(TeamId::as_uuid))
@@ -122,11 +118,7 @@ pub(crate) async fn delete(db: &mut PgConnection, team: TeamId, id: Uuid) -> sql
 
 /// Makes the host due now (a claim in flight finishes first; its write-back then sets the next
 /// time, which this does not undo for long: the team can ask again).
-pub(crate) async fn check_now(
-    db: &mut PgConnection,
-    team: Option<TeamId>,
-    id: Uuid,
-) -> sqlx::Result<Option<HostRow>> {
+pub(crate) async fn check_now(db: &mut PgConnection, team: Option<TeamId>, id: Uuid) -> sqlx::Result<Option<HostRow>> {
     let updated =
         sqlx::query("UPDATE hosts SET next_attempt_at = now() WHERE id = $1 AND ($2::uuid IS NULL OR team_id = $2)")
             .bind(id)

@@ -3,8 +3,8 @@
 
 mod account;
 mod admin;
-mod audit;
 mod admin_teams;
+mod audit;
 mod auth;
 mod billing;
 mod hosts;

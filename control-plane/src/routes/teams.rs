@@ -107,7 +107,10 @@ aqs_core::errors!(AcceptErrors: "unauthorized", "forbidden", "not_found", "confl
 
 #[utoipa::path(get, path = "/api/v1/teams", operation_id = "teams_list", tag = "teams",
     responses((status = 200, body = TeamList, description = "The member's teams with their role in each, the personal team first."), ListErrors), security(("session" = [])))]
-pub(super) async fn list(State(cp): State<ControlPlane>, PersonMember(member): PersonMember) -> ApiResult<ApiJson<TeamList>> {
+pub(super) async fn list(
+    State(cp): State<ControlPlane>,
+    PersonMember(member): PersonMember,
+) -> ApiResult<ApiJson<TeamList>> {
     Ok(ApiJson(TeamList { teams: manage::list(&cp, member.id).await? }))
 }
 

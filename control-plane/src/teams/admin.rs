@@ -207,10 +207,7 @@ pub async fn set_limits(
     if let Some(max) = change.max_queues
         && !(MAX_QUEUES_MIN..=MAX_QUEUES_MAX).contains(&max)
     {
-        return Err(ApiError::field(
-            "max_queues",
-            format!("give {MAX_QUEUES_MIN} to {MAX_QUEUES_MAX} queues"),
-        ));
+        return Err(ApiError::field("max_queues", format!("give {MAX_QUEUES_MIN} to {MAX_QUEUES_MAX} queues")));
     }
     if let Some(Some(bytes)) = change.max_storage_bytes
         && !(MAX_STORAGE_MIN..=MAX_STORAGE_MAX).contains(&bytes)
@@ -234,8 +231,7 @@ pub async fn set_limits(
     .execute(&mut *tx)
     .await?;
     let team = TeamId::from_stored(id);
-    audit::record_as(&mut tx, Some(team), &actor(operator), origin, "team.limits_changed", Target::team(team))
-        .await?;
+    audit::record_as(&mut tx, Some(team), &actor(operator), origin, "team.limits_changed", Target::team(team)).await?;
     tx.commit().await?;
     tracing::info!(operator = %operator.id().as_uuid(), %team, ?change, "team limits changed");
     summary(cp, id).await

@@ -111,7 +111,8 @@ const INVITE_COLUMNS: &str = "i.id, i.email, i.role,
 /// [`MAX_PENDING`] pending invites.
 pub async fn create(cp: &ControlPlane, caller: &Caller, input: NewInvite) -> ApiResult<CreatedInvite> {
     caller.require_to_change(TeamRole::Owner)?;
-    let inviter = caller.member().ok_or_else(|| ApiError::Forbidden("a member invites, not a management key".into()))?;
+    let inviter =
+        caller.member().ok_or_else(|| ApiError::Forbidden("a member invites, not a management key".into()))?;
     refuse_control("email", &input.email)?;
     let email = normalise_email(&input.email)?;
     let role = parse_role("role", &input.role)?;
@@ -251,14 +252,13 @@ pub async fn accept(cp: &ControlPlane, member: &Member, origin: RequestOrigin, s
         drop(tx);
         return Err(why_not(cp, &hash).await);
     };
-    let joined = sqlx::query(
-        "INSERT INTO team_members (team_id, member_id, role) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-    )
-    .bind(team)
-    .bind(member.id.as_uuid())
-    .bind(&role)
-    .execute(&mut *tx)
-    .await?;
+    let joined =
+        sqlx::query("INSERT INTO team_members (team_id, member_id, role) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
+            .bind(team)
+            .bind(member.id.as_uuid())
+            .bind(&role)
+            .execute(&mut *tx)
+            .await?;
     if joined.rows_affected() == 0 {
         return Err(ApiError::Conflict("you are already a member of this team".into()));
     }

@@ -179,11 +179,12 @@ pub async fn delete_team(cp: &ControlPlane, caller: &Caller) -> ApiResult<()> {
     caller.require_to_change(TeamRole::Owner)?;
     let team = caller.team.as_uuid();
     let mut tx = cp.db().begin().await?;
-    let personal: bool = sqlx::query_scalar("SELECT personal FROM teams WHERE id = $1 AND deleted_at IS NULL FOR UPDATE")
-        .bind(team)
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or_else(|| ApiError::not_found("no team with this id that you are in"))?;
+    let personal: bool =
+        sqlx::query_scalar("SELECT personal FROM teams WHERE id = $1 AND deleted_at IS NULL FOR UPDATE")
+            .bind(team)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or_else(|| ApiError::not_found("no team with this id that you are in"))?;
     if personal {
         return Err(ApiError::Conflict("a personal team is deleted with its account, not on its own".into()));
     }
@@ -204,10 +205,12 @@ pub async fn delete_team(cp: &ControlPlane, caller: &Caller) -> ApiResult<()> {
         .bind(team)
         .execute(&mut *tx)
         .await?;
-    sqlx::query("UPDATE invites SET revoked_at = now() WHERE team_id = $1 AND accepted_at IS NULL AND revoked_at IS NULL")
-        .bind(team)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query(
+        "UPDATE invites SET revoked_at = now() WHERE team_id = $1 AND accepted_at IS NULL AND revoked_at IS NULL",
+    )
+    .bind(team)
+    .execute(&mut *tx)
+    .await?;
     sqlx::query("DELETE FROM team_members WHERE team_id = $1").bind(team).execute(&mut *tx).await?;
     sqlx::query("UPDATE teams SET deleted_at = now() WHERE id = $1").bind(team).execute(&mut *tx).await?;
     audit::record(&mut tx, caller, "team.deleted", Target::team(caller.team)).await?;

@@ -94,9 +94,10 @@ async fn queue_token_push_and_budget_changes_each_record_one_event(db: PgPool) {
     call(Method::POST, "/api/v1/queues/jobs/resume", None, "r-resume").await.expect(200);
     assert_event(&newest(&app, &ada, "queue.resumed").await, "queue.resumed", me, ("queue", &queue), "r-resume");
 
-    let minted = call(Method::POST, "/api/v1/queues/jobs/tokens", Some(json!({"name": "ci", "scopes": ["send"]})), "r-mint")
-        .await
-        .expect(201);
+    let minted =
+        call(Method::POST, "/api/v1/queues/jobs/tokens", Some(json!({"name": "ci", "scopes": ["send"]})), "r-mint")
+            .await
+            .expect(201);
     let token = minted["token"]["id"].as_str().unwrap().to_owned();
     assert_event(&newest(&app, &ada, "token.minted").await, "token.minted", me, ("token", &token), "r-mint");
     let path = format!("/api/v1/queues/jobs/tokens/{token}");
@@ -109,7 +110,7 @@ async fn queue_token_push_and_budget_changes_each_record_one_event(db: PgPool) {
     let prefix = format!("/api/v1/admin/members/{id}/callback-urls");
     app.post(&operator, &prefix, json!({"prefix": "http://localhost:9/"})).await.expect(201);
     let hook = json!({"handler_url": "http://localhost:9/hook"});
-    call(Method::PUT, "/api/v1/queues/jobs/push", Some(hook), "r-push").await.expect(200);
+    call(Method::PUT, "/api/v1/queues/jobs/push", Some(hook), "r-push").await.expect(201);
     assert_event(&newest(&app, &ada, "push.updated").await, "push.updated", me, ("push", &queue), "r-push");
     call(Method::POST, "/api/v1/queues/jobs/push/rotate-secret", None, "r-rotate").await.expect(200);
     assert_event(&newest(&app, &ada, "secret.rotated").await, "secret.rotated", me, ("push", &queue), "r-rotate");
@@ -126,11 +127,15 @@ async fn queue_token_push_and_budget_changes_each_record_one_event(db: PgPool) {
 
     // Refused changes record nothing.
     let before = count(&db).await;
-    call(Method::POST, "/api/v1/queues", Some(json!({"name": "!!!"})), "r-bad").await.expect_error(400, "invalid_request");
+    call(Method::POST, "/api/v1/queues", Some(json!({"name": "!!!"})), "r-bad")
+        .await
+        .expect_error(400, "invalid_request");
     call(Method::POST, "/api/v1/queues", Some(json!({"name": "a", "max_attempts": 0})), "r-bad")
         .await
         .expect_error(400, "invalid_request");
-    call(Method::PATCH, "/api/v1/queues/jobs", Some(json!({"max_attempts": 3})), "r-gone").await.expect_error(404, "not_found");
+    call(Method::PATCH, "/api/v1/queues/jobs", Some(json!({"max_attempts": 3})), "r-gone")
+        .await
+        .expect_error(404, "not_found");
     call(Method::POST, "/api/v1/queues/jobs/pause", None, "r-gone").await.expect_error(404, "not_found");
     let budget = json!({"monthly_limit_cents": 5000, "alert_percent": 101});
     call(Method::PUT, "/api/v1/billing/budget", Some(budget), "r-bad").await.expect_error(400, "invalid_request");
@@ -303,7 +308,8 @@ async fn owners_and_admins_read_the_log_and_roles_bound_what_tokens_allow(db: Pg
     let ada = app.member("ada@example.com").await;
     let team = member_id(&app, &ada).await;
     app.queue(&ada, "jobs").await;
-    let (bob, cy, dee) = (app.member("bob@example.com").await, app.member("cy@example.com").await, app.member("dee@example.com").await);
+    let (bob, cy, dee) =
+        (app.member("bob@example.com").await, app.member("cy@example.com").await, app.member("dee@example.com").await);
     let bob_id = member_id(&app, &bob).await;
     join(&db, &team, &bob_id, "developer").await;
     join(&db, &team, &member_id(&app, &cy).await, "viewer").await;
@@ -323,10 +329,13 @@ async fn owners_and_admins_read_the_log_and_roles_bound_what_tokens_allow(db: Pg
     // A developer mints and revokes tokens without manage; with manage it takes an admin.
     let tokens = "/api/v1/queues/jobs/tokens";
     let manage = json!({"name": "ops", "scopes": ["manage"]});
-    send(&app, Method::POST, tokens, &bob, Some(manage.clone()), Some(&team), "b-1").await.expect_error(403, "forbidden");
-    let sender = send(&app, Method::POST, tokens, &bob, Some(json!({"name": "ci", "scopes": ["send"]})), Some(&team), "b-2")
+    send(&app, Method::POST, tokens, &bob, Some(manage.clone()), Some(&team), "b-1")
         .await
-        .expect(201);
+        .expect_error(403, "forbidden");
+    let sender =
+        send(&app, Method::POST, tokens, &bob, Some(json!({"name": "ci", "scopes": ["send"]})), Some(&team), "b-2")
+            .await
+            .expect(201);
     let event = newest(&app, &ada, "token.minted").await;
     assert_eq!((event["actor"]["id"].as_str(), event["team"].as_str()), (Some(bob_id.as_str()), Some(team.as_str())));
     assert_eq!(event["request_id"], "b-2");
@@ -380,7 +389,13 @@ async fn log_ins_are_recorded_without_the_email_of_an_unknown_account(db: PgPool
     let id = ada["member"]["id"].as_str().unwrap().to_owned();
     let session = ada["session"].as_str().unwrap();
     let event = newest(&app, session, "session.login").await;
-    assert_event(&event, "session.login", (&id, "ada@example.com"), ("session", event["target"]["id"].as_str().unwrap()), "l-ok");
+    assert_event(
+        &event,
+        "session.login",
+        (&id, "ada@example.com"),
+        ("session", event["target"]["id"].as_str().unwrap()),
+        "l-ok",
+    );
     assert_eq!(event["team"], id.as_str());
 
     login("ada@example.com", "wrong-password", "l-wrong").await.expect_error(401, "unauthorized");
@@ -415,14 +430,16 @@ async fn operators_read_every_team_and_their_own_changes_are_recorded(db: PgPool
     app.queue(&bob, "mail").await;
 
     let path = format!("/api/v1/admin/members/{ada_id}/callback-urls");
-    let added = send(&app, Method::POST, &path, &operator, Some(json!({"prefix": "https://a.example.com/"})), None, "o-1")
-        .await
-        .expect(201);
+    let added =
+        send(&app, Method::POST, &path, &operator, Some(json!({"prefix": "https://a.example.com/"})), None, "o-1")
+            .await
+            .expect(201);
     let url = added["callback_url"]["id"].as_str().unwrap().to_owned();
     send(&app, Method::DELETE, &format!("{path}/{url}"), &operator, None, None, "o-2").await.expect(200);
     let page = events(&app, &ada, "").await;
     let (removed, added) = (&page["events"][0], &page["events"][1]);
-    for (event, action, request_id) in [(added, "callback_url.added", "o-1"), (removed, "callback_url.removed", "o-2")] {
+    for (event, action, request_id) in [(added, "callback_url.added", "o-1"), (removed, "callback_url.removed", "o-2")]
+    {
         assert_eq!(event["action"], action);
         assert_eq!(event["actor"], json!({"kind": "operator", "id": operator_id, "email": OPERATOR}));
         assert_eq!(event["target"], json!({"kind": "callback_url", "id": url}));

@@ -69,7 +69,10 @@ async fn a_key_is_shown_once_and_acts_with_its_role(db: PgPool) {
     .fetch_all(app.cp.db())
     .await
     .unwrap();
-    assert_eq!(events, [("key.created".into(), "member".into(), id.clone()), ("key.revoked".into(), "member".into(), id)]);
+    assert_eq!(
+        events,
+        [("key.created".into(), "member".into(), id.clone()), ("key.revoked".into(), "member".into(), id)]
+    );
 }
 
 #[sqlx::test(migrations = "../migrations")]
@@ -80,19 +83,24 @@ async fn a_key_is_never_an_owner_nor_above_its_creator(db: PgPool) {
     let team = team(&app, &ada, "Platform").await;
     join(&app, &ada, &team, &bob, "bob@example.com", "admin").await;
 
-    let message = app.post(&ada, "/api/v1/keys", json!({"name": "ci", "role": "owner"})).await.expect_error(400, "invalid_request");
+    let message = app
+        .post(&ada, "/api/v1/keys", json!({"name": "ci", "role": "owner"}))
+        .await
+        .expect_error(400, "invalid_request");
     assert!(message.starts_with("role"), "{message}");
     for bad in [json!({"name": "", "role": "viewer"}), json!({"name": "a\u{0}b", "role": "viewer"})] {
         let message = app.post(&ada, "/api/v1/keys", bad).await.expect_error(400, "invalid_request");
         assert!(message.starts_with("name"), "{message}");
     }
-    let message = app.post(&ada, "/api/v1/keys", json!({"name": "ci", "role": "god"})).await.expect_error(400, "invalid_request");
+    let message =
+        app.post(&ada, "/api/v1/keys", json!({"name": "ci", "role": "god"})).await.expect_error(400, "invalid_request");
     assert!(message.starts_with("role"), "{message}");
 
     // Bob, an admin of the team, makes admin keys for it, which act for it.
-    let admin = as_team(&app, Method::POST, &bob, &team, "/api/v1/keys", Some(json!({"name": "deploy", "role": "admin"})))
-        .await
-        .expect(201);
+    let admin =
+        as_team(&app, Method::POST, &bob, &team, "/api/v1/keys", Some(json!({"name": "deploy", "role": "admin"})))
+            .await
+            .expect(201);
     let secret = admin["secret"].as_str().unwrap();
     app.post(secret, "/api/v1/queues", json!({"name": "deployed"})).await.expect(201);
     let queues = as_team(&app, Method::GET, &ada, &team, "/api/v1/queues", None).await.expect(200);
@@ -106,9 +114,10 @@ async fn a_key_is_never_an_owner_nor_above_its_creator(db: PgPool) {
     // Demoted to developer: no keys at all, and none above the role.
     let bob_id = member_id(&app, &bob).await;
     app.patch(&ada, &format!("/api/v1/teams/{team}/members/{bob_id}"), json!({"role": "developer"})).await.expect(200);
-    let message = as_team(&app, Method::POST, &bob, &team, "/api/v1/keys", Some(json!({"name": "x", "role": "viewer"})))
-        .await
-        .expect_error(403, "forbidden");
+    let message =
+        as_team(&app, Method::POST, &bob, &team, "/api/v1/keys", Some(json!({"name": "x", "role": "viewer"})))
+            .await
+            .expect_error(403, "forbidden");
     assert!(message.contains("admin"), "{message}");
     as_team(&app, Method::GET, &bob, &team, "/api/v1/keys", None).await.expect_error(403, "forbidden");
     assert_eq!(actions(&app, &team).await.iter().filter(|a| *a == "key.created").count(), 1);

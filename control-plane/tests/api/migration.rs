@@ -56,10 +56,8 @@ async fn count(db: &PgPool, table: &str) -> i64 {
 
 /// Each row of `table`: its key and the owner column's value.
 async fn owners(db: &PgPool, table: &str, key: &str, owner: &str) -> BTreeMap<String, String> {
-    let rows: Vec<(String, String)> = sqlx::query_as(&format!("SELECT {key}::text, {owner}::text FROM {table}"))
-        .fetch_all(db)
-        .await
-        .unwrap();
+    let rows: Vec<(String, String)> =
+        sqlx::query_as(&format!("SELECT {key}::text, {owner}::text FROM {table}")).fetch_all(db).await.unwrap();
     rows.into_iter().collect()
 }
 
@@ -186,7 +184,9 @@ async fn the_teams_migration_gives_every_member_a_personal_team_owning_what_they
     let no_team = Uuid::new_v4();
     exec(
         &db,
-        &format!("INSERT INTO members (id, email, password_hash) VALUES ('{no_team}', 'bob@example.com', '$argon2id$y')"),
+        &format!(
+            "INSERT INTO members (id, email, password_hash) VALUES ('{no_team}', 'bob@example.com', '$argon2id$y')"
+        ),
     )
     .await;
     for owner in [Uuid::new_v4(), no_team] {

@@ -76,10 +76,16 @@ async fn team_routes_are_404_to_everyone_but_operators(db: PgPool) {
     assert_eq!(found["teams"].as_array().unwrap().len(), 1, "{found}");
     assert_eq!(found["teams"][0]["id"], team.as_str());
     assert_eq!(found["teams"][0]["suspended_reason"], Value::Null);
-    assert_eq!((found["teams"][0]["max_queues"].as_i64(), found["teams"][0]["member_count"].as_i64()), (Some(10), Some(1)));
+    assert_eq!(
+        (found["teams"][0]["max_queues"].as_i64(), found["teams"][0]["member_count"].as_i64()),
+        (Some(10), Some(1))
+    );
     let recent = app.get(&operator, "/api/v1/admin/teams").await.expect(200);
     assert!(recent["teams"].as_array().unwrap().iter().any(|t| t["id"] == team.as_str()), "{recent}");
-    assert_eq!(app.get(&operator, "/api/v1/admin/teams?email=nobody@example.com").await.expect(200)["teams"], json!([]));
+    assert_eq!(
+        app.get(&operator, "/api/v1/admin/teams?email=nobody@example.com").await.expect(200)["teams"],
+        json!([])
+    );
     let detail = app.get(&operator, &base).await.expect(200);
     assert_eq!(detail["team"]["members"][0]["email"], "ada@example.com");
     assert_eq!(detail["team"]["members"][0]["role"], "owner");

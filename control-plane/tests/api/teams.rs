@@ -7,7 +7,14 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 
 /// A request with `AQS-Team: team`.
-pub async fn as_team(app: &TestApp, method: Method, session: &str, team: &str, path: &str, body: Option<Value>) -> Reply {
+pub async fn as_team(
+    app: &TestApp,
+    method: Method,
+    session: &str,
+    team: &str,
+    path: &str,
+    body: Option<Value>,
+) -> Reply {
     let mut request =
         app.client.request(method, format!("{}{path}", app.base)).bearer_auth(session).header("AQS-Team", team);
     if let Some(body) = body {
@@ -29,8 +36,10 @@ pub async fn team(app: &TestApp, session: &str, name: &str) -> String {
 
 /// Invites `email` to `team` with `role` and returns the link's secret.
 pub async fn invite(app: &TestApp, session: &str, team: &str, email: &str, role: &str) -> String {
-    let created =
-        app.post(session, &format!("/api/v1/teams/{team}/invites"), json!({"email": email, "role": role})).await.expect(201);
+    let created = app
+        .post(session, &format!("/api/v1/teams/{team}/invites"), json!({"email": email, "role": role}))
+        .await
+        .expect(201);
     created["url"].as_str().unwrap().rsplit('/').next().unwrap().to_owned()
 }
 
@@ -95,14 +104,14 @@ async fn an_invite_link_is_shown_once_lasts_seven_days_and_is_used_once(db: PgPo
     let prefix = format!("{}/invites/", app.config.public_url.trim_end_matches('/'));
     let secret = url.strip_prefix(&prefix).unwrap_or_else(|| panic!("{url} starts with {prefix}"));
     assert!(secret.starts_with("aqi_") && secret.len() == 42, "{secret}");
-    let invite = &created["invite"];
-    assert_eq!(invite["email"], "bob@example.com");
-    assert_eq!(invite["role"], "developer");
-    assert_eq!(invite["invited_by_email"], "ada@example.com");
+    let offer = &created["invite"];
+    assert_eq!(offer["email"], "bob@example.com");
+    assert_eq!(offer["role"], "developer");
+    assert_eq!(offer["invited_by_email"], "ada@example.com");
     let at = |v: &Value| chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap()).unwrap();
-    assert_eq!((at(&invite["expires_at"]) - at(&invite["created_at"])).num_days(), 7);
+    assert_eq!((at(&offer["expires_at"]) - at(&offer["created_at"])).num_days(), 7);
     let hash: String = sqlx::query_scalar("SELECT secret_hash FROM invites WHERE id = $1::uuid")
-        .bind(invite["id"].as_str().unwrap())
+        .bind(offer["id"].as_str().unwrap())
         .fetch_one(app.cp.db())
         .await
         .unwrap();
@@ -110,7 +119,7 @@ async fn an_invite_link_is_shown_once_lasts_seven_days_and_is_used_once(db: PgPo
 
     let pending = app.get(&ada, &format!("/api/v1/teams/{team}/invites")).await;
     assert!(!pending.text.contains(secret), "a listing shows no secret");
-    assert_eq!(pending.expect(200)["invites"][0]["id"], invite["id"]);
+    assert_eq!(pending.expect(200)["invites"][0]["id"], offer["id"]);
 
     // Anyone with the link sees what it offers, without a session.
     let preview = app.call(Method::GET, &format!("/api/v1/invites/{secret}"), None, None).await.expect(200);
@@ -128,10 +137,12 @@ async fn an_invite_link_is_shown_once_lasts_seven_days_and_is_used_once(db: PgPo
     let message =
         app.call(Method::GET, &format!("/api/v1/invites/{secret}"), None, None).await.expect_error(404, "not_found");
     assert!(message.contains("already used"), "{message}");
-    assert!(app.get(&ada, &format!("/api/v1/teams/{team}/invites")).await.expect(200)["invites"]
-        .as_array()
-        .unwrap()
-        .is_empty());
+    assert!(
+        app.get(&ada, &format!("/api/v1/teams/{team}/invites")).await.expect(200)["invites"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
 
     let cy_teams = app.get(&cy, "/api/v1/teams").await.expect(200)["teams"].clone();
     assert_eq!(cy_teams[1]["id"], team);
@@ -150,7 +161,10 @@ async fn an_invite_link_is_shown_once_lasts_seven_days_and_is_used_once(db: PgPo
         app.call(Method::GET, &format!("/api/v1/invites/{bad}"), None, None).await.expect_error(404, "not_found");
         app.post(&bob, &format!("/api/v1/invites/{bad}/accept"), json!({})).await.expect_error(404, "not_found");
     }
-    assert_eq!(actions(&app, &team).await, ["team.created", "member.invited", "member.joined", "member.invited", "member.joined"]);
+    assert_eq!(
+        actions(&app, &team).await,
+        ["team.created", "member.invited", "member.joined", "member.invited", "member.joined"]
+    );
     let actor: (String, String, String) = sqlx::query_as(
         "SELECT actor_kind, actor_email, target_kind FROM audit_events WHERE team_id = $1::uuid AND action = 'member.joined' ORDER BY at LIMIT 1",
     )
@@ -170,7 +184,8 @@ async fn expired_and_revoked_invites_are_refused(db: PgPool) {
 
     let expired = invite(&app, &ada, &team, "bob@example.com", "viewer").await;
     sqlx::query("UPDATE invites SET expires_at = now() - interval '1 minute'").execute(app.cp.db()).await.unwrap();
-    let message = app.post(&bob, &format!("/api/v1/invites/{expired}/accept"), json!({})).await.expect_error(404, "not_found");
+    let message =
+        app.post(&bob, &format!("/api/v1/invites/{expired}/accept"), json!({})).await.expect_error(404, "not_found");
     assert!(message.contains("expired"), "{message}");
     let message =
         app.call(Method::GET, &format!("/api/v1/invites/{expired}"), None, None).await.expect_error(404, "not_found");
@@ -188,7 +203,8 @@ async fn expired_and_revoked_invites_are_refused(db: PgPool) {
     app.delete(&ada, &format!("/api/v1/teams/{bob_id}/invites/{id}")).await.expect_error(404, "not_found");
     app.delete(&ada, &format!("/api/v1/teams/{team}/invites/{id}")).await.expect(204);
     app.delete(&ada, &format!("/api/v1/teams/{team}/invites/{id}")).await.expect_error(404, "not_found");
-    let message = app.post(&bob, &format!("/api/v1/invites/{secret}/accept"), json!({})).await.expect_error(404, "not_found");
+    let message =
+        app.post(&bob, &format!("/api/v1/invites/{secret}/accept"), json!({})).await.expect_error(404, "not_found");
     assert!(message.contains("withdrawn"), "{message}");
     assert_eq!(app.get(&bob, "/api/v1/teams").await.expect(200)["teams"].as_array().unwrap().len(), 1);
     assert_eq!(actions(&app, &team).await, ["team.created", "member.invited", "member.invited", "invite.revoked"]);
@@ -202,10 +218,13 @@ async fn invites_are_checked(db: PgPool) {
     let ada_id = member_id(&app, &ada).await;
     let team = team(&app, &ada, "Platform").await;
     let path = format!("/api/v1/teams/{team}/invites");
-    let message = app.post(&ada, &path, json!({"email": "nope", "role": "viewer"})).await.expect_error(400, "invalid_request");
-    assert!(message.starts_with("email"), "{message}");
     let message =
-        app.post(&ada, &path, json!({"email": "b@example.com", "role": "boss"})).await.expect_error(400, "invalid_request");
+        app.post(&ada, &path, json!({"email": "nope", "role": "viewer"})).await.expect_error(400, "invalid_request");
+    assert!(message.starts_with("email"), "{message}");
+    let message = app
+        .post(&ada, &path, json!({"email": "b@example.com", "role": "boss"}))
+        .await
+        .expect_error(400, "invalid_request");
     assert!(message.starts_with("role"), "{message}");
     app.post(&ada, &path, json!({"email": "ada@example.com", "role": "viewer"})).await.expect_error(409, "conflict");
     // A personal team is its member's alone.
@@ -217,7 +236,8 @@ async fn invites_are_checked(db: PgPool) {
     app.get(&bob, &path).await.expect_error(404, "not_found");
     app.get(&bob, &format!("/api/v1/teams/{team}/members")).await.expect_error(404, "not_found");
     join(&app, &ada, &team, &bob, "bob@example.com", "admin").await;
-    let message = app.post(&bob, &path, json!({"email": "c@example.com", "role": "viewer"})).await.expect_error(403, "forbidden");
+    let message =
+        app.post(&bob, &path, json!({"email": "c@example.com", "role": "viewer"})).await.expect_error(403, "forbidden");
     assert!(message.contains("owner"), "{message}");
     app.get(&bob, &path).await.expect_error(403, "forbidden");
     app.get(&ada, "/api/v1/teams/not-a-uuid/members").await.expect_error(404, "not_found");
@@ -249,7 +269,10 @@ async fn roles_change_and_a_team_keeps_an_owner(db: PgPool) {
     assert_eq!(promoted["role"], "owner");
     assert_eq!(promoted["email"], "bob@example.com");
     // Two owners: one may step down, then the other is the last.
-    assert_eq!(app.patch(&bob, &member(&ada_id), json!({"role": "developer"})).await.expect(200)["member"]["role"], "developer");
+    assert_eq!(
+        app.patch(&bob, &member(&ada_id), json!({"role": "developer"})).await.expect(200)["member"]["role"],
+        "developer"
+    );
     app.patch(&bob, &member(&bob_id), json!({"role": "admin"})).await.expect_error(409, "conflict");
     let roles = app.get(&ada, &format!("/api/v1/teams/{team}/members")).await.expect(200)["members"].clone();
     assert_eq!(roles[0]["role"], "owner");
@@ -282,7 +305,8 @@ async fn owners_remove_members_and_members_leave(db: PgPool) {
     let ada = app.member("ada@example.com").await;
     let bob = app.member("bob@example.com").await;
     let cy = app.member("cy@example.com").await;
-    let (ada_id, bob_id, cy_id) = (member_id(&app, &ada).await, member_id(&app, &bob).await, member_id(&app, &cy).await);
+    let (ada_id, bob_id, cy_id) =
+        (member_id(&app, &ada).await, member_id(&app, &bob).await, member_id(&app, &cy).await);
     let team = team(&app, &ada, "Platform").await;
     join(&app, &ada, &team, &bob, "bob@example.com", "admin").await;
     join(&app, &ada, &team, &cy, "cy@example.com", "viewer").await;

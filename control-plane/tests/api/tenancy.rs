@@ -49,7 +49,9 @@ async fn another_teams_data_is_not_found_on_every_team_route(db: PgPool) {
     eprintln!("tenancy: {} team routes, 5 ways each where they name an id", rows.len());
 
     // Ada's own team, named or not, is hers.
-    let mine = app.raw(app.client.get(format!("{}/api/v1/queues", app.base)).bearer_auth(&ada.owner).header(TEAM_HEADER, &ada.id));
+    let mine = app.raw(
+        app.client.get(format!("{}/api/v1/queues", app.base)).bearer_auth(&ada.owner).header(TEAM_HEADER, &ada.id),
+    );
     assert_eq!(mine.await.expect(200)["queues"].as_array().unwrap().len(), 2);
 }
 
@@ -78,7 +80,8 @@ async fn a_member_sees_another_teams_queues_once_in_it_and_only_with_the_header(
     assert_eq!(slugs(list_in(None).await.expect(200)), [ada.doomed.clone(), ada.queue.clone()], "her own, without it");
     let teams_queue = format!("/api/v1/queues/{}", bob.queue);
     app.get(&ada.owner, &teams_queue).await.expect_error(404, "not_found");
-    let named = app.client.get(format!("{}{teams_queue}", app.base)).bearer_auth(&ada.owner).header(TEAM_HEADER, &bob.id);
+    let named =
+        app.client.get(format!("{}{teams_queue}", app.base)).bearer_auth(&ada.owner).header(TEAM_HEADER, &bob.id);
     assert_eq!(app.raw(named).await.expect(200)["queue"]["slug"], bob.queue.as_str());
 
     // In the team now, a change above her role is a 403 (the team's existence is no secret to her).

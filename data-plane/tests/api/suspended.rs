@@ -17,7 +17,7 @@ const REASON: &str = "unpaid invoice INV-7";
 async fn set_suspended(app: &TestApp, queue: &TestQueue, reason: Option<&str>) {
     let mut conn = app.redis.clone();
     let key = app.keys.queue(queue.id).meta();
-    let mut cmd = match reason {
+    let cmd = match reason {
         Some(reason) => {
             let mut cmd = redis::cmd("HSET");
             cmd.arg(&key).arg(meta_field::SUSPENDED).arg(reason);
