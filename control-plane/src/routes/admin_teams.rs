@@ -5,7 +5,7 @@ use super::path::ApiPath;
 use crate::auth::AuthOperator;
 use crate::state::ControlPlane;
 use crate::teams::RequestOrigin;
-use crate::teams::admin::{self, LimitsChange, TeamDetail, TeamSummary};
+use crate::teams::admin::{self, AdminTeam, LimitsChange, TeamDetail};
 use aqs_core::{ApiJson, ApiQuery, ApiResult};
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
@@ -19,13 +19,13 @@ pub(super) struct TeamQuery {
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
-pub(super) struct TeamList {
-    teams: Vec<TeamSummary>,
+pub(super) struct AdminTeamList {
+    teams: Vec<AdminTeam>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
-pub(super) struct TeamBody {
-    team: TeamSummary,
+pub(super) struct AdminTeamBody {
+    team: AdminTeam,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -52,13 +52,13 @@ aqs_core::errors!(UnsuspendErrors: "not_found", "conflict", "service_unavailable
 aqs_core::errors!(LimitsErrors: "invalid_request", "not_found", "unsupported_media_type", "payload_too_large", "service_unavailable");
 
 #[utoipa::path(get, path = "/api/v1/admin/teams", operation_id = "admin_find_teams", tag = "admin", params(TeamQuery),
-    responses((status = 200, body = TeamList, description = "The member's teams, or the 100 newest."), FindErrors), security(("session" = [])))]
+    responses((status = 200, body = AdminTeamList, description = "The member's teams, or the 100 newest."), FindErrors), security(("session" = [])))]
 pub(super) async fn find(
     State(cp): State<ControlPlane>,
     operator: AuthOperator,
     ApiQuery(query): ApiQuery<TeamQuery>,
-) -> ApiResult<ApiJson<TeamList>> {
-    Ok(ApiJson(TeamList { teams: admin::find(&cp, &operator, query.email.as_deref()).await? }))
+) -> ApiResult<ApiJson<AdminTeamList>> {
+    Ok(ApiJson(AdminTeamList { teams: admin::find(&cp, &operator, query.email.as_deref()).await? }))
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/teams/{id}", operation_id = "admin_get_team", tag = "admin", params(("id" = String, Path, description = "The team's id.")),
@@ -72,36 +72,36 @@ pub(super) async fn get(
 }
 
 #[utoipa::path(post, path = "/api/v1/admin/teams/{id}/suspend", operation_id = "admin_suspend_team", tag = "admin", params(("id" = String, Path, description = "The team's id.")), request_body = Suspension,
-    responses((status = 200, body = TeamBody, description = "Suspended: its tokens and keys answer 403 `team_suspended`, its members read only, its push deliveries stop."), SuspendErrors), security(("session" = [])))]
+    responses((status = 200, body = AdminTeamBody, description = "Suspended: its tokens and keys answer 403 `team_suspended`, its members read only, its push deliveries stop."), SuspendErrors), security(("session" = [])))]
 pub(super) async fn suspend(
     State(cp): State<ControlPlane>,
     operator: AuthOperator,
     origin: RequestOrigin,
     ApiPath(team): ApiPath<String>,
     ApiJson(input): ApiJson<Suspension>,
-) -> ApiResult<ApiJson<TeamBody>> {
-    Ok(ApiJson(TeamBody { team: admin::suspend(&cp, &operator, &origin, &team, &input.reason).await? }))
+) -> ApiResult<ApiJson<AdminTeamBody>> {
+    Ok(ApiJson(AdminTeamBody { team: admin::suspend(&cp, &operator, &origin, &team, &input.reason).await? }))
 }
 
 #[utoipa::path(post, path = "/api/v1/admin/teams/{id}/unsuspend", operation_id = "admin_unsuspend_team", tag = "admin", params(("id" = String, Path, description = "The team's id.")),
-    responses((status = 200, body = TeamBody, description = "No longer suspended."), UnsuspendErrors), security(("session" = [])))]
+    responses((status = 200, body = AdminTeamBody, description = "No longer suspended."), UnsuspendErrors), security(("session" = [])))]
 pub(super) async fn unsuspend(
     State(cp): State<ControlPlane>,
     operator: AuthOperator,
     origin: RequestOrigin,
     ApiPath(team): ApiPath<String>,
-) -> ApiResult<ApiJson<TeamBody>> {
-    Ok(ApiJson(TeamBody { team: admin::unsuspend(&cp, &operator, &origin, &team).await? }))
+) -> ApiResult<ApiJson<AdminTeamBody>> {
+    Ok(ApiJson(AdminTeamBody { team: admin::unsuspend(&cp, &operator, &origin, &team).await? }))
 }
 
 #[utoipa::path(patch, path = "/api/v1/admin/teams/{id}/limits", operation_id = "admin_team_limits", tag = "admin", params(("id" = String, Path, description = "The team's id.")), request_body = LimitsChange,
-    responses((status = 200, body = TeamBody, description = "The team with its new limits."), LimitsErrors), security(("session" = [])))]
+    responses((status = 200, body = AdminTeamBody, description = "The team with its new limits."), LimitsErrors), security(("session" = [])))]
 pub(super) async fn limits(
     State(cp): State<ControlPlane>,
     operator: AuthOperator,
     origin: RequestOrigin,
     ApiPath(team): ApiPath<String>,
     ApiJson(change): ApiJson<LimitsChange>,
-) -> ApiResult<ApiJson<TeamBody>> {
-    Ok(ApiJson(TeamBody { team: admin::set_limits(&cp, &operator, &origin, &team, change).await? }))
+) -> ApiResult<ApiJson<AdminTeamBody>> {
+    Ok(ApiJson(AdminTeamBody { team: admin::set_limits(&cp, &operator, &origin, &team, change).await? }))
 }

@@ -75,7 +75,7 @@ pub(super) struct MemberList {
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
-pub(super) struct MemberBody {
+pub(super) struct TeamMemberBody {
     member: TeamMember,
 }
 
@@ -158,7 +158,7 @@ pub(super) async fn members(
 #[utoipa::path(patch, path = "/api/v1/teams/{id}/members/{member_id}", operation_id = "teams_change_role", tag = "teams",
     params(("id" = Uuid, Path, description = "The team's id."), ("member_id" = Uuid, Path, description = "The member's id.")),
     request_body = RoleChange,
-    responses((status = 200, body = MemberBody, description = "The member with the new role (owners only; the last owner stays one: 409)."), ChangeErrors), security(("session" = [])))]
+    responses((status = 200, body = TeamMemberBody, description = "The member with the new role (owners only; the last owner stays one: 409)."), ChangeErrors), security(("session" = [])))]
 pub(super) async fn change_role(
     State(cp): State<ControlPlane>,
     PersonMember(member): PersonMember,
@@ -166,10 +166,10 @@ pub(super) async fn change_role(
     method: Method,
     ApiPath((team, member_id)): ApiPath<(Uuid, Uuid)>,
     ApiJson(input): ApiJson<RoleChange>,
-) -> ApiResult<ApiJson<MemberBody>> {
+) -> ApiResult<ApiJson<TeamMemberBody>> {
     let caller = team_caller(&cp, &member, team, &method, origin).await?;
     let role = parse_role("role", &input.role)?;
-    Ok(ApiJson(MemberBody { member: manage::change_role(&cp, &caller, member_id, role).await? }))
+    Ok(ApiJson(TeamMemberBody { member: manage::change_role(&cp, &caller, member_id, role).await? }))
 }
 
 #[utoipa::path(delete, path = "/api/v1/teams/{id}/members/{member_id}", operation_id = "teams_remove_member", tag = "teams",

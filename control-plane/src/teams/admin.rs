@@ -39,7 +39,7 @@ const RECENT: i64 = 100;
 
 /// A team as operators see it.
 #[derive(Clone, Debug, Serialize, sqlx::FromRow, utoipa::ToSchema)]
-pub struct TeamSummary {
+pub struct AdminTeam {
     pub id: Uuid,
     pub name: String,
     /// A member's personal team (its id is theirs).
@@ -75,7 +75,7 @@ pub struct TeamMemberEntry {
 #[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct TeamDetail {
     #[serde(flatten)]
-    pub team: TeamSummary,
+    pub team: AdminTeam,
     pub members: Vec<TeamMemberEntry>,
 }
 
@@ -107,10 +107,10 @@ const SUMMARY: &str = "SELECT t.id, t.name, t.personal, t.suspended_reason, t.su
      FROM teams t WHERE t.deleted_at IS NULL";
 
 /// The live teams of the member with `email` (personal first), or without one the newest teams.
-pub async fn find(cp: &ControlPlane, _operator: &AuthOperator, email: Option<&str>) -> ApiResult<Vec<TeamSummary>> {
+pub async fn find(cp: &ControlPlane, _operator: &AuthOperator, email: Option<&str>) -> ApiResult<Vec<AdminTeam>> {
     let Some(email) = email.map(str::trim).filter(|e| !e.is_empty()) else {
         let recent = format!("{SUMMARY} ORDER BY t.created_at DESC, t.id LIMIT {RECENT}");
-        return Ok(sqlx::query_as::<_, TeamSummary>(&recent).fetch_all(cp.db()).await?);
+        return Ok(sqlx::query_as::<_, AdminTeam>(&recent).fetch_all(cp.db()).await?);
     };
     refuse_control("email", email)?;
     let of_member = format!(
@@ -118,7 +118,7 @@ pub async fn find(cp: &ControlPlane, _operator: &AuthOperator, email: Option<&st
                                 WHERE mb.email = $1 AND mb.deleted_at IS NULL)
          ORDER BY t.personal DESC, t.name, t.id"
     );
-    Ok(sqlx::query_as::<_, TeamSummary>(&of_member).bind(email.to_lowercase()).fetch_all(cp.db()).await?)
+    Ok(sqlx::query_as::<_, AdminTeam>(&of_member).bind(email.to_lowercase()).fetch_all(cp.db()).await?)
 }
 
 /// One live team and its members (owners first).
@@ -145,7 +145,7 @@ pub async fn suspend(
     origin: &RequestOrigin,
     team: &str,
     reason: &str,
-) -> ApiResult<TeamSummary> {
+) -> ApiResult<AdminTeam> {
     let id = parse_id(team)?;
     let reason = check_reason(reason)?;
     let mut tx = cp.db().begin().await?;
@@ -173,7 +173,7 @@ pub async fn unsuspend(
     operator: &AuthOperator,
     origin: &RequestOrigin,
     team: &str,
-) -> ApiResult<TeamSummary> {
+) -> ApiResult<AdminTeam> {
     let id = parse_id(team)?;
     let mut tx = cp.db().begin().await?;
     if lock(&mut tx, id).await?.is_none() {
@@ -199,7 +199,7 @@ pub async fn set_limits(
     origin: &RequestOrigin,
     team: &str,
     change: LimitsChange,
-) -> ApiResult<TeamSummary> {
+) -> ApiResult<AdminTeam> {
     let id = parse_id(team)?;
     if change.max_queues.is_none() && change.max_storage_bytes.is_none() {
         return Err(ApiError::InvalidRequest("give max_queues, max_storage_bytes or both".into()));
@@ -316,8 +316,8 @@ async fn lock(tx: &mut PgConnection, id: Uuid) -> ApiResult<Option<String>> {
     row.ok_or_else(no_such_team)
 }
 
-async fn summary(cp: &ControlPlane, id: Uuid) -> ApiResult<TeamSummary> {
-    sqlx::query_as::<_, TeamSummary>(&format!("{SUMMARY} AND t.id = $1"))
+async fn summary(cp: &ControlPlane, id: Uuid) -> ApiResult<AdminTeam> {
+    sqlx::query_as::<_, AdminTeam>(&format!("{SUMMARY} AND t.id = $1"))
         .bind(id)
         .fetch_optional(cp.db())
         .await?
