@@ -45,7 +45,7 @@ pub(super) struct AdminAuditQuery {
     limit: Option<String>,
 }
 
-aqs_core::errors!(AuditErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "service_unavailable");
+aqs_core::errors!(AuditErrors: "invalid_request", "unauthorized", "team_suspended", "forbidden", "not_found", "service_unavailable");
 
 aqs_core::errors!(AdminAuditErrors: "invalid_request", "not_found", "service_unavailable");
 

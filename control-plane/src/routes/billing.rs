@@ -33,9 +33,9 @@ pub(super) struct MembersBody {
     members: Vec<MemberBilling>,
 }
 
-aqs_core::errors!(BillingErrors: "unauthorized", "conflict", "service_unavailable");
+aqs_core::errors!(BillingErrors: "unauthorized", "team_suspended", "forbidden", "conflict", "service_unavailable");
 
-aqs_core::errors!(BudgetErrors: "invalid_request", "unauthorized", "conflict", "unsupported_media_type", "payload_too_large", "service_unavailable");
+aqs_core::errors!(BudgetErrors: "invalid_request", "unauthorized", "team_suspended", "forbidden", "conflict", "unsupported_media_type", "payload_too_large", "service_unavailable");
 
 aqs_core::errors!(WebhookErrors: "invalid_request", "conflict", "payload_too_large", "service_unavailable");
 

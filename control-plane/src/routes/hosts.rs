@@ -43,13 +43,13 @@ pub(super) struct AdminHostList {
     hosts: Vec<AdminHost>,
 }
 
-aqs_core::errors!(CreateErrors: "invalid_request", "unauthorized", "conflict", "unsupported_media_type", "payload_too_large", "service_unavailable");
+aqs_core::errors!(CreateErrors: "invalid_request", "unauthorized", "team_suspended", "forbidden", "conflict", "unsupported_media_type", "payload_too_large", "service_unavailable");
 
-aqs_core::errors!(ListErrors: "unauthorized", "service_unavailable");
+aqs_core::errors!(ListErrors: "unauthorized", "team_suspended", "forbidden", "service_unavailable");
 
-aqs_core::errors!(IdErrors: "unauthorized", "not_found", "conflict", "service_unavailable");
+aqs_core::errors!(IdErrors: "unauthorized", "team_suspended", "forbidden", "not_found", "conflict", "service_unavailable");
 
-aqs_core::errors!(CreateHostErrors: "invalid_request", "unauthorized", "not_found", "conflict", "unsupported_media_type", "payload_too_large", "service_unavailable");
+aqs_core::errors!(CreateHostErrors: "invalid_request", "unauthorized", "team_suspended", "forbidden", "not_found", "conflict", "unsupported_media_type", "payload_too_large", "service_unavailable");
 
 aqs_core::errors!(OperatorErrors: "not_found", "conflict", "service_unavailable");
 

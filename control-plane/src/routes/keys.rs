@@ -17,7 +17,7 @@ pub(super) struct KeyList {
 }
 
 aqs_core::errors!(CreateErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "conflict", "team_suspended", "unsupported_media_type", "payload_too_large", "service_unavailable");
-aqs_core::errors!(ListErrors: "unauthorized", "forbidden", "not_found", "service_unavailable");
+aqs_core::errors!(ListErrors: "unauthorized", "team_suspended", "forbidden", "not_found", "service_unavailable");
 aqs_core::errors!(RevokeErrors: "unauthorized", "forbidden", "not_found", "team_suspended", "service_unavailable");
 
 #[utoipa::path(post, path = "/api/v1/keys", operation_id = "keys_create", tag = "keys", request_body = NewKey,

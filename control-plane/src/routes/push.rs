@@ -26,11 +26,11 @@ pub(super) struct CallbackUrls {
     callback_urls: Vec<String>,
 }
 
-aqs_core::errors!(SetErrors: "invalid_request", "unauthorized", "not_found", "conflict", "unsupported_media_type", "payload_too_large", "service_unavailable");
+aqs_core::errors!(SetErrors: "invalid_request", "unauthorized", "team_suspended", "forbidden", "not_found", "conflict", "unsupported_media_type", "payload_too_large", "service_unavailable");
 
-aqs_core::errors!(SlugErrors: "unauthorized", "not_found", "conflict", "service_unavailable");
+aqs_core::errors!(SlugErrors: "unauthorized", "team_suspended", "forbidden", "not_found", "conflict", "service_unavailable");
 
-aqs_core::errors!(MemberErrors: "unauthorized", "service_unavailable");
+aqs_core::errors!(MemberErrors: "unauthorized", "team_suspended", "forbidden", "service_unavailable");
 
 /// 201 with the signing secret when push was off; 200 without it when it was on.
 #[utoipa::path(put, path = "/api/v1/queues/{slug}/push", operation_id = "push_set", tag = "push", params(("slug" = String, Path, description = "The queue's slug.")), request_body = PushInput,

@@ -27,13 +27,13 @@ pub(super) struct QueueList {
     queues: Vec<Queue>,
 }
 
-aqs_core::errors!(CreateErrors: "invalid_request", "unauthorized", "payment_required", "queue_limit_reached", "conflict", "unsupported_media_type", "payload_too_large", "service_unavailable");
+aqs_core::errors!(CreateErrors: "invalid_request", "unauthorized", "team_suspended", "forbidden", "payment_required", "queue_limit_reached", "conflict", "unsupported_media_type", "payload_too_large", "service_unavailable");
 
-aqs_core::errors!(ListErrors: "unauthorized", "service_unavailable");
+aqs_core::errors!(ListErrors: "unauthorized", "team_suspended", "forbidden", "service_unavailable");
 
-aqs_core::errors!(SlugErrors: "unauthorized", "not_found", "conflict", "service_unavailable");
+aqs_core::errors!(SlugErrors: "unauthorized", "team_suspended", "forbidden", "not_found", "conflict", "service_unavailable");
 
-aqs_core::errors!(UpdateErrors: "invalid_request", "unauthorized", "payment_required", "not_found", "conflict", "oversized_messages_stored", "unsupported_media_type", "payload_too_large", "service_unavailable");
+aqs_core::errors!(UpdateErrors: "invalid_request", "unauthorized", "team_suspended", "forbidden", "payment_required", "not_found", "conflict", "oversized_messages_stored", "unsupported_media_type", "payload_too_large", "service_unavailable");
 
 #[utoipa::path(post, path = "/api/v1/queues", operation_id = "queues_create", tag = "queues", request_body = NewQueue,
     responses((status = 201, body = Created, description = "The queue and its first token (the secret is shown this once)."), CreateErrors), security(("session" = [])))]

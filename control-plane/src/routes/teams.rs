@@ -97,13 +97,13 @@ pub(super) struct PreviewBody {
     invite: InvitePreview,
 }
 
-aqs_core::errors!(ListErrors: "unauthorized", "forbidden", "service_unavailable");
-aqs_core::errors!(CreateErrors: "invalid_request", "unauthorized", "forbidden", "unsupported_media_type", "payload_too_large", "service_unavailable");
-aqs_core::errors!(ReadErrors: "unauthorized", "forbidden", "not_found", "service_unavailable");
+aqs_core::errors!(ListErrors: "unauthorized", "team_suspended", "forbidden", "service_unavailable");
+aqs_core::errors!(CreateErrors: "invalid_request", "unauthorized", "team_suspended", "forbidden", "unsupported_media_type", "payload_too_large", "service_unavailable");
+aqs_core::errors!(ReadErrors: "unauthorized", "team_suspended", "forbidden", "not_found", "service_unavailable");
 aqs_core::errors!(ChangeErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "conflict", "team_suspended", "unsupported_media_type", "payload_too_large", "service_unavailable");
 aqs_core::errors!(RemoveErrors: "unauthorized", "forbidden", "not_found", "conflict", "team_suspended", "service_unavailable");
 aqs_core::errors!(PreviewErrors: "not_found", "service_unavailable");
-aqs_core::errors!(AcceptErrors: "unauthorized", "forbidden", "not_found", "conflict", "service_unavailable");
+aqs_core::errors!(AcceptErrors: "unauthorized", "team_suspended", "forbidden", "not_found", "conflict", "service_unavailable");
 
 #[utoipa::path(get, path = "/api/v1/teams", operation_id = "teams_list", tag = "teams",
     responses((status = 200, body = TeamList, description = "The member's teams with their role in each, the personal team first."), ListErrors), security(("session" = [])))]

@@ -20,9 +20,9 @@ pub(super) struct TokenList {
     tokens: Vec<Token>,
 }
 
-aqs_core::errors!(MintErrors: "invalid_request", "unauthorized", "not_found", "conflict", "unsupported_media_type", "payload_too_large", "service_unavailable");
+aqs_core::errors!(MintErrors: "invalid_request", "unauthorized", "team_suspended", "forbidden", "not_found", "conflict", "unsupported_media_type", "payload_too_large", "service_unavailable");
 
-aqs_core::errors!(SlugErrors: "unauthorized", "not_found", "conflict", "service_unavailable");
+aqs_core::errors!(SlugErrors: "unauthorized", "team_suspended", "forbidden", "not_found", "conflict", "service_unavailable");
 
 #[utoipa::path(post, path = "/api/v1/queues/{slug}/tokens", operation_id = "tokens_mint", tag = "tokens", params(("slug" = String, Path, description = "The queue's slug.")), request_body = NewToken,
     responses((status = 201, body = Minted, description = "The token with its secret, shown this once."), MintErrors), security(("session" = [])))]
