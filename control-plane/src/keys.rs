@@ -50,7 +50,7 @@ pub async fn authenticate(cp: &ControlPlane, secret: &str) -> ApiResult<KeyIdent
 }
 
 /// The longest key name, in characters.
-pub const NAME_MAX_CHARS: usize = 64;
+pub const NAME_MAX_CHARS: usize = crate::text::NAME_MAX_CHARS;
 
 /// The most live (unrevoked) keys a team may hold.
 pub const MAX_LIVE: i64 = 100;
@@ -132,7 +132,7 @@ pub async fn create(cp: &ControlPlane, caller: &Caller, input: NewKey) -> ApiRes
     let creator = caller
         .member()
         .ok_or_else(|| ApiError::Forbidden("a member creates management keys, not another key".into()))?;
-    let name = check_name(&input.name)?;
+    let name = crate::text::checked_name(&input.name)?;
     let role = parse_role("role", &input.role)?;
     if role == TeamRole::Owner {
         return Err(ApiError::field("role", "a management key is never an owner: use admin, developer or viewer"));
@@ -212,12 +212,3 @@ pub async fn revoke(cp: &ControlPlane, caller: &Caller, id: Uuid) -> ApiResult<(
     Ok(())
 }
 
-fn check_name(name: &str) -> ApiResult<String> {
-    refuse_control("name", name)?;
-    let name = name.trim();
-    let chars = name.chars().count();
-    if chars == 0 || chars > NAME_MAX_CHARS {
-        return Err(ApiError::field("name", format!("use 1 to {NAME_MAX_CHARS} characters")));
-    }
-    Ok(name.to_owned())
-}

@@ -16,6 +16,21 @@ pub fn refuse_control(field: &str, text: &str) -> ApiResult<()> {
     }
 }
 
+/// The longest name of a token, a management key or a team, in characters.
+pub const NAME_MAX_CHARS: usize = 64;
+
+/// A name as stored: without control characters, trimmed, 1 to [`NAME_MAX_CHARS`] characters
+/// (400 on the field `name` otherwise).
+pub fn checked_name(name: &str) -> ApiResult<String> {
+    refuse_control("name", name)?;
+    let name = name.trim();
+    let chars = name.chars().count();
+    if chars == 0 || chars > NAME_MAX_CHARS {
+        return Err(ApiError::field("name", format!("use 1 to {NAME_MAX_CHARS} characters")));
+    }
+    Ok(name.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -30,5 +45,14 @@ mod tests {
         for good in ["Image jobs", "Zoë’s queue — 2026", "ada@example.com", ""] {
             assert!(refuse_control("name", good).is_ok(), "{good:?}");
         }
+    }
+
+    #[test]
+    fn names_are_trimmed_and_bounded() {
+        assert_eq!(checked_name("  Platform ").unwrap(), "Platform");
+        assert!(checked_name("").unwrap_err().to_string().starts_with("name"));
+        assert!(checked_name(&"x".repeat(65)).unwrap_err().to_string().starts_with("name"));
+        assert!(checked_name("a\nb").unwrap_err().to_string().starts_with("name"));
+        assert_eq!(checked_name(&"é".repeat(64)).unwrap().chars().count(), 64);
     }
 }

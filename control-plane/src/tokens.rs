@@ -22,7 +22,7 @@ use sqlx::PgConnection;
 use std::collections::HashMap;
 use uuid::Uuid;
 
-pub const NAME_MAX_CHARS: usize = 64;
+pub const NAME_MAX_CHARS: usize = crate::text::NAME_MAX_CHARS;
 
 /// `POST /api/v1/queues/{slug}/tokens`.
 #[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
@@ -106,7 +106,7 @@ impl From<TokenRow> for Token {
 /// with `manage` (which changes the queue's settings) needs an admin.
 pub async fn mint(cp: &ControlPlane, caller: &Caller, slug: &Slug, input: NewToken) -> ApiResult<CreatedToken> {
     let team = caller.team;
-    let name = check_name(&input.name)?;
+    let name = crate::text::checked_name(&input.name)?;
     let scopes = check_scopes(&input.scopes)?;
     if scopes.contains(&Scope::Manage) {
         caller.require(TeamRole::Admin)?;
@@ -233,15 +233,6 @@ pub(crate) async fn revoke_all(tx: &mut PgConnection, queue: Uuid) -> ApiResult<
     .await?)
 }
 
-fn check_name(name: &str) -> ApiResult<String> {
-    refuse_control("name", name)?;
-    let name = name.trim();
-    let chars = name.chars().count();
-    if chars == 0 || chars > NAME_MAX_CHARS {
-        return Err(ApiError::field("name", format!("use 1 to {NAME_MAX_CHARS} characters")));
-    }
-    Ok(name.to_owned())
-}
 
 /// Parses scope names into a sorted set; unknown names and an empty list are rejected.
 fn check_scopes(names: &[String]) -> ApiResult<Vec<Scope>> {

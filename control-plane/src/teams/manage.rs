@@ -20,7 +20,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 /// The longest team name, in characters.
-pub const NAME_MAX_CHARS: usize = 64;
+pub const NAME_MAX_CHARS: usize = crate::text::NAME_MAX_CHARS;
 
 /// A team as one member sees it: with that member's role.
 #[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
@@ -84,7 +84,7 @@ pub async fn list(cp: &ControlPlane, member: MemberId) -> ApiResult<Vec<TeamSumm
 
 /// A new team named `name` (1 to 64 characters, no control characters), with `member` its owner.
 pub async fn create(cp: &ControlPlane, member: &Member, origin: RequestOrigin, name: String) -> ApiResult<TeamSummary> {
-    let name = check_name(&name)?;
+    let name = crate::text::checked_name(&name)?;
     let id = Uuid::now_v7();
     let mut tx = cp.db().begin().await?;
     sqlx::query("INSERT INTO teams (id, name, personal) VALUES ($1, $2, false)")
@@ -267,28 +267,9 @@ fn no_such_member() -> ApiError {
     ApiError::not_found("no member with this id in the team")
 }
 
-fn check_name(name: &str) -> ApiResult<String> {
-    refuse_control("name", name)?;
-    let name = name.trim();
-    let chars = name.chars().count();
-    if chars == 0 || chars > NAME_MAX_CHARS {
-        return Err(ApiError::field("name", format!("use 1 to {NAME_MAX_CHARS} characters")));
-    }
-    Ok(name.to_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_are_trimmed_and_bounded() {
-        assert_eq!(check_name("  Platform ").unwrap(), "Platform");
-        assert!(check_name("").unwrap_err().to_string().starts_with("name"));
-        assert!(check_name(&"x".repeat(65)).unwrap_err().to_string().starts_with("name"));
-        assert!(check_name("a\nb").unwrap_err().to_string().starts_with("name"));
-        assert_eq!(check_name(&"é".repeat(64)).unwrap().chars().count(), 64);
-    }
 
     #[test]
     fn a_roster_keeps_an_owner() {
