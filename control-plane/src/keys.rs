@@ -7,7 +7,6 @@ use crate::audit::{self, Target};
 use crate::state::ControlPlane;
 use crate::teams::manage::{parse_role, stored_role};
 use crate::teams::{Caller, TeamId, TeamRole};
-use crate::text::refuse_control;
 use crate::timefmt;
 use aqs_core::token::{KEY_PREFIX, TokenSecret};
 use aqs_core::{ApiError, ApiResult};
@@ -211,4 +210,3 @@ pub async fn revoke(cp: &ControlPlane, caller: &Caller, id: Uuid) -> ApiResult<(
     tx.commit().await?;
     Ok(())
 }
-

@@ -10,7 +10,6 @@ use crate::queues;
 use crate::slug::Slug;
 use crate::state::ControlPlane;
 use crate::teams::{Caller, TeamId, TeamRole};
-use crate::text::refuse_control;
 use crate::timefmt;
 use aqs_core::ids::QueueId;
 use aqs_core::projection::TokenRecord;
@@ -232,7 +231,6 @@ pub(crate) async fn revoke_all(tx: &mut PgConnection, queue: Uuid) -> ApiResult<
     .fetch_all(tx)
     .await?)
 }
-
 
 /// Parses scope names into a sorted set; unknown names and an empty list are rejected.
 fn check_scopes(names: &[String]) -> ApiResult<Vec<Scope>> {

@@ -11,7 +11,6 @@ use super::{Actor, Caller, RequestOrigin, TeamId, TeamRole};
 use crate::audit::{self, AuditActor, Target};
 use crate::members::{Member, MemberId};
 use crate::state::ControlPlane;
-use crate::text::refuse_control;
 use crate::timefmt;
 use aqs_core::{ApiError, ApiResult};
 use chrono::{DateTime, Utc};
