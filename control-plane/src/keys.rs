@@ -43,8 +43,7 @@ pub async fn authenticate(cp: &ControlPlane, secret: &str) -> ApiResult<KeyIdent
     .fetch_optional(cp.db())
     .await?;
     let (id, name, team, role) = row.ok_or_else(invalid)?;
-    let role = TeamRole::parse(&role)
-        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("management_keys holds an unknown role {role:?}")))?;
+    let role = crate::teams::manage::stored_role(&role)?;
     Ok(KeyIdentity { id, name, team: TeamId::from_stored(team), role })
 }
 

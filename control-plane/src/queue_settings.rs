@@ -1,7 +1,6 @@
 //! What a member may set on a queue (name, visibility timeout, attempts, payload size, storage
 //! limit), the request bodies that carry them, and the range checks, each naming its field.
 
-use crate::text::refuse_control;
 use aqs_core::limits::{
     MAX_ATTEMPTS_DEFAULT, MAX_ATTEMPTS_MAX, MAX_ATTEMPTS_MIN, MIB, PAYLOAD_SIZE_DEFAULT, PAYLOAD_SIZES,
     STORAGE_DEFAULT, STORAGE_MAX, STORAGE_MIN, VISIBILITY_DEFAULT_SECS, VISIBILITY_MAX_SECS, VISIBILITY_MIN_SECS,
@@ -9,7 +8,7 @@ use aqs_core::limits::{
 use aqs_core::{ApiError, ApiResult};
 use serde::Deserialize;
 
-pub const NAME_MAX_CHARS: usize = 64;
+pub const NAME_MAX_CHARS: usize = crate::text::NAME_MAX_CHARS;
 
 /// `POST /api/v1/queues`: a name and optional settings, each with its default.
 #[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]
@@ -60,7 +59,7 @@ pub struct Settings {
 impl NewQueue {
     pub fn check(self) -> ApiResult<Settings> {
         Ok(Settings {
-            name: check_name(&self.name)?,
+            name: crate::text::checked_name(&self.name)?,
             visibility_timeout_seconds: check_visibility(
                 self.visibility_timeout_seconds.unwrap_or(VISIBILITY_DEFAULT_SECS),
             )?,
@@ -76,7 +75,7 @@ impl QueueChanges {
     /// each beside its field.
     pub fn problems(&self) -> Vec<ApiError> {
         let mut found = Vec::new();
-        if let Some(Err(err)) = self.name.as_deref().map(check_name) {
+        if let Some(Err(err)) = self.name.as_deref().map(crate::text::checked_name) {
             found.push(err);
         }
         if let Some(Err(err)) = self.visibility_timeout_seconds.map(check_visibility) {
@@ -97,23 +96,13 @@ impl QueueChanges {
     /// Checks every given field; what is absent stays `None`.
     pub fn check(self) -> ApiResult<Self> {
         Ok(Self {
-            name: self.name.as_deref().map(check_name).transpose()?,
+            name: self.name.as_deref().map(crate::text::checked_name).transpose()?,
             visibility_timeout_seconds: self.visibility_timeout_seconds.map(check_visibility).transpose()?,
             max_attempts: self.max_attempts.map(check_attempts).transpose()?,
             payload_size: self.payload_size.map(check_payload_size).transpose()?,
             storage_limit: self.storage_limit.map(check_storage_limit).transpose()?,
         })
     }
-}
-
-pub fn check_name(name: &str) -> ApiResult<String> {
-    refuse_control("name", name)?;
-    let name = name.trim();
-    let chars = name.chars().count();
-    if chars == 0 || chars > NAME_MAX_CHARS {
-        return Err(ApiError::field("name", format!("use 1 to {NAME_MAX_CHARS} characters")));
-    }
-    Ok(name.to_owned())
 }
 
 fn check_visibility(secs: u32) -> ApiResult<u32> {

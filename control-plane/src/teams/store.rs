@@ -31,8 +31,7 @@ impl TryFrom<MembershipRow> for Membership {
     type Error = ApiError;
 
     fn try_from(row: MembershipRow) -> ApiResult<Self> {
-        let role = TeamRole::parse(&row.role)
-            .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("team_members holds an unknown role {:?}", row.role)))?;
+        let role = super::manage::stored_role(&row.role)?;
         Ok(Self { team: TeamId(row.id), name: row.name, personal: row.personal, role, suspended: row.suspended_reason })
     }
 }
