@@ -14,12 +14,12 @@ use crate::cookies::{self, Cookies};
 use crate::csrf;
 use crate::error::ConsoleError;
 use crate::flash;
-use crate::layout::{Can, Chrome};
+use crate::layout::{Can, Chrome, TeamChoice};
 use crate::posted::{self, Upload};
 use crate::state::ConsoleState;
 use aqs_control_plane::client_addr::ClientAddr;
-use aqs_control_plane::teams::{RequestOrigin, TeamRole};
-use aqs_control_plane::{AuthOperator, Caller, MemberId, TeamId, auth};
+use aqs_control_plane::teams::{self, RequestOrigin, TeamRole, TeamSummary};
+use aqs_control_plane::{AuthOperator, Caller, Member, MemberId, TeamId, auth};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use std::convert::Infallible;
@@ -48,6 +48,10 @@ pub(crate) struct CurrentMember {
     pub team: TeamId,
     /// The member as the caller of that team: their role, the suspension, the request's origin.
     pub caller: Caller,
+    /// Every team the member is in, with their role (the switcher, the Team page).
+    pub teams: Vec<TeamSummary>,
+    /// The member as the control plane knows them (accepting an invite, creating a team).
+    pub account: Member,
     /// The session JWT of the cookie (the account page marks and ends sessions by it).
     pub session: String,
     /// The CSRF token of this session, for every form on the page.
@@ -71,6 +75,11 @@ impl CurrentMember {
             administer: self.may(TeamRole::Admin),
             own: self.may(TeamRole::Owner),
         };
+        chrome.teams = self
+            .teams
+            .iter()
+            .map(|t| TeamChoice { id: t.id.as_uuid().to_string(), name: t.name.clone(), current: t.id == self.team })
+            .collect();
         chrome
     }
 
@@ -123,11 +132,14 @@ impl FromRequestParts<ConsoleState> for CurrentMember {
             }
             other => other?,
         };
+        let teams = teams::manage::list(state.control(), member.id).await?;
         Ok(Self {
             id: member.id,
             email: member.email.clone(),
             team: caller.team,
             caller,
+            teams,
+            account: member.clone(),
             session: session.to_owned(),
             csrf: csrf::token(state, session),
             flash: visitor.flash,

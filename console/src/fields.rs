@@ -29,6 +29,17 @@ impl FieldErrors {
         self.fields.is_empty() && self.form.is_none()
     }
 
+    /// The same errors with `from`'s moved to `to`: for a page with two forms whose inputs share
+    /// a name the control plane uses (`name`).
+    pub(crate) fn rename(mut self, from: &str, to: &'static str) -> Self {
+        for (field, _) in &mut self.fields {
+            if *field == from {
+                *field = to;
+            }
+        }
+        self
+    }
+
     pub(crate) fn set_form(&mut self, message: impl Into<String>) {
         self.form = Some(sentence(&message.into()));
     }

@@ -1,7 +1,8 @@
 //! `Chrome`: what the shared layout (`templates/base.html`) needs on every page: the title, the
 //! member's email and the log-out form's CSRF token when someone is logged in, whether they are an
-//! operator (a link to the operator page), the flash message, the asset addresses, and, for a
-//! team's pages, what the member's role lets them do there ([`Can`]) and the suspension banner.
+//! operator (a link to the operator page), the flash message, the asset addresses, the member's
+//! teams for the switcher ([`TeamChoice`]), and, for a team's pages, what the member's role lets
+//! them do there ([`Can`]) and the suspension banner.
 
 use crate::assets;
 
@@ -18,6 +19,8 @@ pub(crate) struct Chrome {
     pub suspended: Option<String>,
     /// Which of the team's forms the page shows (the handlers check again: this only hides).
     pub can: Can,
+    /// The member's teams for the header's switcher, the one the pages act on marked.
+    pub teams: Vec<TeamChoice>,
     pub css: &'static str,
     pub js: &'static str,
 }
@@ -32,6 +35,7 @@ impl Chrome {
             operator: false,
             suspended: None,
             can: Can::default(),
+            teams: Vec::new(),
             css: assets::css_href(),
             js: assets::js_href(),
         }
@@ -50,6 +54,14 @@ impl Chrome {
     pub(crate) fn bare(title: impl Into<String>) -> Self {
         Self::new(title, None, String::new(), None)
     }
+}
+
+/// One of the member's teams in the header's switcher.
+pub(crate) struct TeamChoice {
+    pub id: String,
+    pub name: String,
+    /// The team the pages act on now.
+    pub current: bool,
 }
 
 /// What the member may do in the team the page belongs to, by their role (and nothing that changes

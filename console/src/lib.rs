@@ -1,7 +1,8 @@
 //! The web console for members, served at `/`: server-rendered askama pages over the control plane
-//! (members, queues, tokens, push targets, and the operators' callback URLs) and the data-plane
-//! engine (depth, stats, messages in every state, sending, receiving and deleting one, dead letters,
-//! the last hour, who consumes), and the snippets that connect to a queue.
+//! (members, teams with their invites, keys and audit log, queues, tokens, push targets, and the
+//! operators' callback URLs) and the data-plane engine (depth, stats, messages in every state,
+//! sending, receiving and deleting one, dead letters, the last hour, who consumes), and the
+//! snippets that connect to a queue.
 //!
 //! Every page works without JavaScript. `static/console.js` only adds small enhancements: the copy
 //! button, the live slug preview and the Overview refreshing a fragment instead of the whole page.
@@ -117,6 +118,23 @@ pub fn router(config: &Config, control: ControlPlane, engine: impl Into<Engine>)
         .route("/billing/portal", post(pages::billing::portal))
         .route("/billing/budget", post(pages::billing::budget))
         .route("/admin/billing", get(pages::billing_admin::show))
+        .route("/team", get(pages::team::show))
+        .route("/team/switch", post(pages::team::switch))
+        .route("/team/new", post(pages::team::create))
+        .route("/team/shown", get(pages::team_access::shown))
+        .route("/team/members/{id}/role", post(pages::team::change_role))
+        .route("/team/members/{id}/remove", get(pages::team::confirm_remove).post(pages::team::remove))
+        .route("/team/leave", get(pages::team::confirm_leave).post(pages::team::leave))
+        .route("/team/delete", get(pages::team::confirm_delete).post(pages::team::delete))
+        .route("/team/invites", post(pages::team_access::invite))
+        .route("/team/invites/{id}/revoke", post(pages::team_access::revoke_invite))
+        .route("/team/keys", post(pages::team_access::create_key))
+        .route(
+            "/team/keys/{id}/revoke",
+            get(pages::team_access::confirm_revoke_key).post(pages::team_access::revoke_key),
+        )
+        .route("/invites/{secret}", get(pages::invite::show).post(pages::invite::accept))
+        .route("/audit", get(pages::audit::show))
         .route("/static/{file}", get(assets::serve))
         .layer(middleware::from_fn_with_state(state.clone(), csrf::guard))
         // The guard reads every body itself under the route's limit (`csrf::body_limit`); axum's

@@ -36,6 +36,7 @@ mod pages {
     mod session_devices;
     mod settings;
     mod support;
+    mod teams;
     mod tenancy;
     mod text_fields;
     mod tokens;

@@ -29,6 +29,19 @@ pub(crate) struct ConfirmPage {
     form_id: String,
 }
 
+impl ConfirmPage {
+    pub(crate) fn new(
+        chrome: Chrome,
+        heading: String,
+        text: String,
+        action: String,
+        button: &'static str,
+        cancel: String,
+    ) -> Self {
+        Self { chrome, heading, text, action, button, cancel, form_id: once::new_id() }
+    }
+}
+
 pub(crate) async fn remove_host(
     State(state): State<ConsoleState>,
     member: CurrentMember,

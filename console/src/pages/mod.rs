@@ -5,6 +5,7 @@
 pub(crate) mod account;
 pub(crate) mod activity;
 pub(crate) mod admin_hosts;
+pub(crate) mod audit;
 pub(crate) mod auth;
 pub(crate) mod billing;
 pub(crate) mod billing_admin;
@@ -15,6 +16,7 @@ pub(crate) mod consumers;
 pub(crate) mod create_queue;
 pub(crate) mod dead_letters;
 pub(crate) mod hosts;
+pub(crate) mod invite;
 pub(crate) mod message_delete;
 pub(crate) mod message_view;
 pub(crate) mod messages;
@@ -24,6 +26,8 @@ pub(crate) mod push_actions;
 pub(crate) mod push_log;
 pub(crate) mod queue_list;
 pub(crate) mod settings;
+pub(crate) mod team;
+pub(crate) mod team_access;
 pub(crate) mod tokens;
 pub(crate) mod try_out;
 

@@ -1,6 +1,6 @@
 //! Team roles and suspension on the console's forms: a role × form matrix (a member of another
-//! member's team, as viewer, developer, admin and owner, posts every state-changing form of that
-//! team: allowed, or the 403 page naming the role needed with nothing changed), what a viewer
+//! member's team, as viewer, developer, admin and owner, posts each of the 35 state-changing forms
+//! of that team: allowed, or the 403 page naming the role needed with nothing changed), what a viewer
 //! reads (no message bodies, no buttons of what they cannot do), and a suspended team (the banner
 //! with the operator's reason, every form refused, logging out still works).
 
@@ -19,8 +19,19 @@ const MEMBER: &str = "mia@example.com";
 /// hosts, billing) and the `jobs` queue's messages by state.
 async fn snapshot(t: &Team) -> String {
     let mut out = String::new();
-    for table in ["queues", "tokens", "push_targets", "domains", "hosts", "billing_accounts", "queue_add_ons", "teams"]
-    {
+    for table in [
+        "queues",
+        "tokens",
+        "push_targets",
+        "domains",
+        "hosts",
+        "billing_accounts",
+        "queue_add_ons",
+        "teams",
+        "team_members",
+        "invites",
+        "management_keys",
+    ] {
         let rows: Option<String> = sqlx::query_scalar(&format!(
             "SELECT string_agg(to_jsonb(t)::text, E'\\n' ORDER BY to_jsonb(t)::text) FROM {table} t"
         ))
@@ -212,6 +223,19 @@ async fn every_form(mut t: Team) -> usize {
     t.post("/billing/setup", &[], Owner, 400).await;
     t.post("/billing/portal", &[], Owner, 400).await;
 
+    // The Team page: keys (admin); invites, roles, removal and deleting the team (owner). The team is
+    // the owner's personal one, so what its rules refuse (no invites, its owner stays, it is not
+    // deleted on its own) is refused to an owner too, after the role check (422 form, 400 page);
+    // unknown ids are the 404 page.
+    t.post("/team/keys", &[("name", "mia-key"), ("role", "viewer")], Admin, 303).await;
+    t.post(&format!("/team/keys/{unknown}/revoke"), &[], Admin, 404).await;
+    t.post("/team/invites", &[("email", "x@example.com"), ("role", "viewer")], Owner, 422).await;
+    t.post(&format!("/team/invites/{unknown}/revoke"), &[], Owner, 404).await;
+    let olga = olga_id(&t).await.as_uuid();
+    t.post(&format!("/team/members/{olga}/role"), &[("role", "owner")], Owner, 303).await;
+    t.post(&format!("/team/members/{olga}/remove"), &[], Owner, 400).await;
+    t.post("/team/delete", &[], Owner, 400).await;
+
     // Last: deleting the queue.
     t.post("/queues/jobs/delete", &[("confirm_name", "jobs")], Admin, 303).await;
     let gone = queue_exists(&t, "jobs").await;
@@ -230,25 +254,25 @@ async fn queue_exists(t: &Team, slug: &str) -> bool {
 #[sqlx::test(migrations = "../migrations")]
 async fn a_viewer_is_refused_every_form(db: PgPool) {
     let checked = every_form(team(db, TeamRole::Viewer).await).await;
-    assert_eq!(checked, 28);
+    assert_eq!(checked, 35);
 }
 
 #[sqlx::test(migrations = "../migrations")]
 async fn a_developer_sends_receives_and_mints_tokens_without_manage(db: PgPool) {
     let checked = every_form(team(db, TeamRole::Developer).await).await;
-    assert_eq!(checked, 28);
+    assert_eq!(checked, 35);
 }
 
 #[sqlx::test(migrations = "../migrations")]
 async fn an_admin_may_do_everything_but_billing(db: PgPool) {
     let checked = every_form(team(db, TeamRole::Admin).await).await;
-    assert_eq!(checked, 28);
+    assert_eq!(checked, 35);
 }
 
 #[sqlx::test(migrations = "../migrations")]
 async fn an_owner_may_do_everything(db: PgPool) {
     let checked = every_form(team(db, TeamRole::Owner).await).await;
-    assert_eq!(checked, 28);
+    assert_eq!(checked, 35);
 }
 
 #[sqlx::test(migrations = "../migrations")]
