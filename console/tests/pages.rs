@@ -5,6 +5,7 @@
 
 mod pages {
     mod account;
+    mod admin_teams;
     mod auth;
     mod billing;
     mod browser;

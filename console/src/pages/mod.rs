@@ -5,6 +5,7 @@
 pub(crate) mod account;
 pub(crate) mod activity;
 pub(crate) mod admin_hosts;
+pub(crate) mod admin_teams;
 pub(crate) mod audit;
 pub(crate) mod auth;
 pub(crate) mod billing;
