@@ -21,6 +21,7 @@ use crate::once;
 use crate::pages::confirmations::ConfirmPage;
 use crate::state::ConsoleState;
 use aqs_control_plane::teams::{TeamMember, TeamRole, manage};
+use aqs_core::ApiResult;
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
@@ -339,16 +340,18 @@ pub(crate) async fn leave(State(state): State<ConsoleState>, member: CurrentMemb
     member.may_change(TeamRole::Viewer)?;
     let name = current_name(&member);
     let act = async {
-        match manage::remove(state.control(), &member.caller, member.id.as_uuid()).await {
-            Ok(()) => {
-                let personal = member.id.as_uuid();
-                let message = format!("You left {name}.");
-                Ok(Outcome::answer("/", switch_to(&state, &member, personal, "/", &message)))
-            }
-            Err(err) => Ok(Outcome::refused(err)),
-        }
+        let left = manage::remove(state.control(), &member.caller, member.id.as_uuid()).await;
+        Ok(back_to_personal(&state, &member, left, format!("You left {name}.")))
     };
     form::run(&state, &member, &form, act).await
+}
+
+/// After leaving or deleting the team: done, and the console goes back to the personal team.
+fn back_to_personal(state: &ConsoleState, member: &CurrentMember, done: ApiResult<()>, message: String) -> Outcome {
+    match done {
+        Ok(()) => Outcome::answer("/", switch_to(state, member, member.id.as_uuid(), "/", &message)),
+        Err(err) => Outcome::refused(err),
+    }
 }
 
 pub(crate) async fn confirm_delete(
@@ -378,13 +381,8 @@ pub(crate) async fn delete(State(state): State<ConsoleState>, member: CurrentMem
     member.may_change(TeamRole::Owner)?;
     let name = current_name(&member);
     let act = async {
-        match manage::delete_team(state.control(), &member.caller).await {
-            Ok(()) => {
-                let message = format!("Deleted the team {name}.");
-                Ok(Outcome::answer("/", switch_to(&state, &member, member.id.as_uuid(), "/", &message)))
-            }
-            Err(err) => Ok(Outcome::refused(err)),
-        }
+        let deleted = manage::delete_team(state.control(), &member.caller).await;
+        Ok(back_to_personal(&state, &member, deleted, format!("Deleted the team {name}.")))
     };
     form::run(&state, &member, &form, act).await
 }
