@@ -2,10 +2,12 @@
 //! stores are, a fresh Redis namespace per test, serving a router with the production HTTP server
 //! (`aqs_http::serve_http`, so tests exercise what runs in production), and waiting on a
 //! condition instead of sleeping for a fixed time; holding an OpenAPI document against the routes
-//! a router serves ([`openapi`]); with the `browser` feature, headless Chromium ([`browser`]).
+//! a router serves ([`openapi`]); a DNS server the test controls ([`dns`]); with the `browser`
+//! feature, headless Chromium ([`browser`]).
 
 #[cfg(feature = "browser")]
 pub mod browser;
+pub mod dns;
 pub mod openapi;
 
 use axum::Router;

@@ -4,66 +4,8 @@
 //! form, removing it leaves the queue. The DNS is a real `pebble-challtestsrv` the test starts.
 
 use super::support::{OPERATOR, Visitor, spawn_console_with_dns};
+use aqs_testkit::dns::TestDns;
 use sqlx::PgPool;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-struct Dns {
-    port: u16,
-    management: u16,
-    child: Child,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-impl Dns {
-    async fn start() -> Self {
-        let (port, management) = (free_port(), free_port());
-        let child = Command::new("pebble-challtestsrv")
-            .args(["-defaultIPv4", "", "-defaultIPv6", "", "-http01", "", "-https01", "", "-tlsalpn01", ""])
-            .args(["-dns01", &format!("127.0.0.1:{port}"), "-management", &format!("127.0.0.1:{management}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("pebble-challtestsrv must be installed (infra/test installs the pebble package)");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", management)).is_err() {
-            assert!(Instant::now() < deadline, "pebble-challtestsrv did not start");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        Self { port, management, child }
-    }
-
-    async fn set_txt(&self, host: &str, value: &str) {
-        let body = format!("{{\"host\":\"{host}.\",\"value\":\"{value}\"}}");
-        let response = reqwest::Client::new()
-            .post(format!("http://127.0.0.1:{}/set-txt", self.management))
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        assert!(response.status().is_success());
-    }
-
-    async fn clear_txt(&self, host: &str) {
-        let response = reqwest::Client::new()
-            .post(format!("http://127.0.0.1:{}/clear-txt", self.management))
-            .body(format!("{{\"host\":\"{host}.\"}}"))
-            .send()
-            .await
-            .unwrap();
-        assert!(response.status().is_success());
-    }
-}
-
-impl Drop for Dns {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// The text between `start` and the next `end` after it.
 fn between<'a>(body: &'a str, start: &str, end: &str) -> &'a str {
@@ -73,7 +15,7 @@ fn between<'a>(body: &'a str, start: &str, end: &str) -> &'a str {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn add_and_verify_a_domain_then_add_check_and_remove_a_host(db: PgPool) {
-    let dns = Dns::start().await;
+    let dns = TestDns::start().await;
     let app = spawn_console_with_dns(db, &format!("127.0.0.1:{}", dns.port)).await;
     let mut ada = Visitor::new(&app);
     ada.sign_up("ada@example.com").await;

@@ -8,11 +8,10 @@ use super::billed::spawn_billed;
 use super::push_admin::{OPERATOR, app_with_operator, member_id};
 use super::support::{Reply, TestApp, spawn_app_with};
 use aqs_core::limits::MIB;
+use aqs_testkit::dns::TestDns;
 use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 const AGENT: &str = "audit-test/1.0";
 
@@ -144,53 +143,10 @@ async fn queue_token_push_and_budget_changes_each_record_one_event(db: PgPool) {
     assert_eq!(count(&db).await, before + 1, "only the second queue's creation");
 }
 
-/// A DNS server the test controls (`pebble-challtestsrv`), for the TXT proof of a domain.
-struct Dns {
-    port: u16,
-    management: u16,
-    child: Child,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-impl Dns {
-    async fn start() -> Self {
-        let (port, management) = (free_port(), free_port());
-        let child = Command::new("pebble-challtestsrv")
-            .args(["-defaultIPv4", "", "-defaultIPv6", "", "-http01", "", "-https01", "", "-tlsalpn01", ""])
-            .args(["-dns01", &format!("127.0.0.1:{port}"), "-management", &format!("127.0.0.1:{management}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("pebble-challtestsrv must be installed (infra/test installs the pebble package)");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", management)).is_err() {
-            assert!(Instant::now() < deadline, "pebble-challtestsrv did not start");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        Self { port, management, child }
-    }
-
-    async fn set_txt(&self, host: &str, value: &str) {
-        let body = json!({"host": format!("{host}."), "value": value}).to_string();
-        let url = format!("http://127.0.0.1:{}/set-txt", self.management);
-        assert!(reqwest::Client::new().post(url).body(body).send().await.unwrap().status().is_success());
-    }
-}
-
-impl Drop for Dns {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[sqlx::test(migrations = "../migrations")]
 async fn domain_and_host_changes_each_record_one_event(db: PgPool) {
-    let dns = Dns::start().await;
-    let server = format!("127.0.0.1:{}", dns.port).parse().unwrap();
+    let dns = TestDns::start().await;
+    let server = dns.server();
     let app = spawn_app_with(db.clone(), move |config| config.dns_servers = vec![server]).await;
     let ada = app.member("ada@example.com").await;
     let id = member_id(&app, &ada).await;
