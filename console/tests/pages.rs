@@ -5,6 +5,7 @@
 
 mod pages {
     mod account;
+    mod audit;
     mod auth;
     mod billing;
     mod browser;
