@@ -6,6 +6,7 @@
 mod pages {
     mod account;
     mod admin_teams;
+    mod audit;
     mod auth;
     mod billing;
     mod browser;

@@ -1,6 +1,7 @@
 //! The audit log: one event per state-changing request of `/api/v1`, the console and the
 //! operators' routes, written with [`record`] on the change's own transaction, so that a change
-//! and its event commit together or not at all (`docs/teams.md`). Kept 400 days.
+//! and its event commit together or not at all (`docs/teams.md`); a change made only in Redis
+//! records with [`record_after_redis`] once it succeeded. Kept 400 days.
 //!
 //! `query`: reading pages of events (the team's and the operators' routes) and the retention
 //! sweep.
@@ -12,6 +13,7 @@ pub use query::{
     team_page,
 };
 
+use crate::state::ControlPlane;
 use crate::teams::{Actor, Caller, RequestOrigin, TeamId};
 use aqs_core::ApiResult;
 use sqlx::PgConnection;
@@ -63,6 +65,16 @@ impl AuditActor {
 /// transaction).
 pub async fn record(conn: &mut PgConnection, caller: &Caller, action: &str, target: Target) -> ApiResult<()> {
     record_as(conn, Some(caller.team), &AuditActor::of(&caller.actor), &caller.origin, action, target).await
+}
+
+/// [`record`] for a change that lives only in Redis (a dead-letter replay or purge, a purge of
+/// waiting messages, one message deleted), called right after that change succeeded. Redis and
+/// PostgreSQL share no transaction, so the event cannot commit with the change: writing it after
+/// means a refused or failed change writes none. An event that then cannot be written fails the
+/// request, though the change stays made.
+pub async fn record_after_redis(cp: &ControlPlane, caller: &Caller, action: &str, target: Target) -> ApiResult<()> {
+    let mut conn = cp.db().acquire().await?;
+    record(&mut conn, caller, action, target).await
 }
 
 /// [`record`] for an actor that is not a team's caller: an operator, a log-in.

@@ -15,6 +15,7 @@ use crate::once;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::TeamRole;
+use aqs_control_plane::audit::{self, Target as AuditTarget};
 use aqs_control_plane::slug::Slug;
 use aqs_core::ids::MessageId;
 use aqs_core::time::now_ms;
@@ -242,6 +243,11 @@ pub(crate) async fn act(
             Action::Replay => state.engine().replay_dead_letters(queue.id, &selection).await?,
             Action::Purge => state.engine().purge_dead_letters(queue.id, &selection, now_ms()).await?,
         };
+        if n > 0 {
+            let event = if action == Action::Replay { "dead_letters.replayed" } else { "dead_letters.purged" };
+            audit::record_after_redis(state.control(), &member.caller, event, AuditTarget::new("queue", queue.id))
+                .await?;
+        }
         let done = if action == Action::Replay { "Replayed" } else { "Purged" };
         let message = match (n, &id) {
             (0, Some(_)) => {

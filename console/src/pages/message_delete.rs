@@ -12,6 +12,7 @@ use crate::form::{self, Outcome};
 use crate::format;
 use crate::state::ConsoleState;
 use aqs_control_plane::TeamRole;
+use aqs_control_plane::audit::{self, Target};
 use aqs_control_plane::slug::Slug;
 use aqs_core::ids::MessageId;
 use aqs_core::receipt::StreamId;
@@ -66,7 +67,16 @@ pub(crate) async fn delete(
     let act = async {
         let deleted = state.engine().delete_message(queue.id, &reference, now_ms()).await?;
         Ok(match deleted.ok_or(ConsoleError::NotFound)? {
-            Deleted::Deleted(id) => Outcome::flash(list, format!("Deleted message {id}.")),
+            Deleted::Deleted(id) => {
+                audit::record_after_redis(
+                    state.control(),
+                    &member.caller,
+                    "message.deleted",
+                    Target::new("queue", queue.id),
+                )
+                .await?;
+                Outcome::flash(list, format!("Deleted message {id}."))
+            }
             Deleted::Leased(until) => Outcome::flash(
                 detail,
                 format!(

@@ -14,6 +14,7 @@ use crate::once;
 use crate::state::ConsoleState;
 use crate::tabs::{QueueNav, Tab};
 use aqs_control_plane::TeamRole;
+use aqs_control_plane::audit::{self, Target};
 use aqs_control_plane::slug::Slug;
 use aqs_core::time::now_ms;
 use aqs_engine::{BrowsedMessage, MessageRef, MessageState};
@@ -192,7 +193,17 @@ pub(crate) async fn purge(
     member.may_change(TeamRole::Admin)?;
     // A resubmitted purge would delete what arrived since: answered, not done again.
     let act = async {
-        let message = match state.engine().purge_ready(queue.id, now_ms()).await? {
+        let purged = state.engine().purge_ready(queue.id, now_ms()).await?;
+        if purged > 0 {
+            audit::record_after_redis(
+                state.control(),
+                &member.caller,
+                "messages.purged",
+                Target::new("queue", queue.id),
+            )
+            .await?;
+        }
+        let message = match purged {
             0 => "There were no waiting messages.".to_owned(),
             1 => "Purged 1 waiting message.".to_owned(),
             n => format!("Purged {} waiting messages.", format::count(n)),

@@ -41,7 +41,7 @@ pub struct PeekedMessage {
     pub state: &'static str,
 }
 
-errors!(PeekErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "rate_limited",
+errors!(PeekErrors: "invalid_request", "unauthorized", "team_suspended", "forbidden", "not_found", "rate_limited",
     "service_unavailable");
 
 /// The next ready messages, without leasing them (manage scope).
@@ -84,7 +84,7 @@ pub struct PurgeRequest {
     state: Option<String>,
 }
 
-errors!(PurgeErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "payload_too_large",
+errors!(PurgeErrors: "invalid_request", "unauthorized", "team_suspended", "forbidden", "not_found", "payload_too_large",
     "unsupported_media_type", "rate_limited", "service_unavailable", "replication_timeout");
 
 /// Deletes waiting ready messages: never-delivered ones and those whose lease ran out or was

@@ -76,7 +76,7 @@ pub struct Delivery {
     pub published_at: String,
 }
 
-errors!(ConsumeErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "push_enabled",
+errors!(ConsumeErrors: "invalid_request", "unauthorized", "team_suspended", "forbidden", "not_found", "push_enabled",
     "payload_too_large", "unsupported_media_type", "rate_limited", "service_unavailable", "replication_timeout");
 
 /// Receive a batch of messages, each hidden from other consumers for the lease (consume scope).
@@ -194,8 +194,8 @@ pub struct NackAnswer {
     pub failed: Vec<ReceiptFailure>,
 }
 
-errors!(ReceiptErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "payload_too_large",
-    "unsupported_media_type", "rate_limited", "service_unavailable", "replication_timeout");
+errors!(ReceiptErrors: "invalid_request", "unauthorized", "team_suspended", "forbidden", "not_found",
+    "payload_too_large", "unsupported_media_type", "rate_limited", "service_unavailable", "replication_timeout");
 
 /// Acknowledge messages: done, delete them (consume scope). A stale receipt fails alone, per entry.
 #[utoipa::path(post, path = "/queue/v1/{slug}/ack", operation_id = "ack", tag = "consume", params(QueuePath), request_body = AckRequest,

@@ -57,11 +57,11 @@ pub struct PurgedAnswer {
     pub purged: u64,
 }
 
-errors!(ListErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "rate_limited",
+errors!(ListErrors: "invalid_request", "unauthorized", "team_suspended", "forbidden", "not_found", "rate_limited",
     "service_unavailable");
 
-errors!(ActionErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "payload_too_large",
-    "unsupported_media_type", "rate_limited", "service_unavailable", "replication_timeout");
+errors!(ActionErrors: "invalid_request", "unauthorized", "team_suspended", "forbidden", "not_found",
+    "payload_too_large", "unsupported_media_type", "rate_limited", "service_unavailable", "replication_timeout");
 
 /// The dead letters, oldest first (manage scope).
 #[utoipa::path(get, path = "/queue/v1/{slug}/dead-letters", operation_id = "list_dead_letters", tag = "manage", params(QueuePath, LimitQuery),

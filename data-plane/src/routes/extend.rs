@@ -50,8 +50,8 @@ pub struct Extended {
     pub visible_at: String,
 }
 
-errors!(ExtendErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "payload_too_large",
-    "unsupported_media_type", "rate_limited", "service_unavailable", "replication_timeout");
+errors!(ExtendErrors: "invalid_request", "unauthorized", "team_suspended", "forbidden", "not_found",
+    "payload_too_large", "unsupported_media_type", "rate_limited", "service_unavailable", "replication_timeout");
 
 /// Keep leases: each named lease ends `visibility_seconds` from now (consume scope).
 #[utoipa::path(post, path = "/queue/v1/{slug}/extend", operation_id = "extend", tag = "consume", params(QueuePath),

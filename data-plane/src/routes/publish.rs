@@ -95,9 +95,9 @@ pub struct PublishedBatch {
     pub messages: Vec<PublishedMessage>,
 }
 
-errors!(PublishErrors: "invalid_request", "unauthorized", "forbidden", "not_found", "idempotency_conflict",
-    "queue_paused", "payload_too_large", "unsupported_media_type", "rate_limited", "service_unavailable", "replication_timeout",
-    "storage_limit_reached");
+errors!(PublishErrors: "invalid_request", "unauthorized", "team_suspended", "forbidden", "not_found",
+    "idempotency_conflict", "queue_paused", "payload_too_large", "unsupported_media_type", "rate_limited",
+    "service_unavailable", "replication_timeout", "storage_limit_reached");
 
 /// Publish one message (send scope).
 #[utoipa::path(post, path = "/queue/v1/{slug}/messages", operation_id = "publish", tag = "send", params(QueuePath),

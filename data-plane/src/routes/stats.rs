@@ -40,7 +40,7 @@ pub struct Depth {
     pub total: u64,
 }
 
-errors!(StatsErrors: "unauthorized", "forbidden", "not_found", "rate_limited", "service_unavailable");
+errors!(StatsErrors: "unauthorized", "team_suspended", "forbidden", "not_found", "rate_limited", "service_unavailable");
 
 /// Depth, stored bytes, the oldest message and today's counters (send or consume scope).
 #[utoipa::path(get, path = "/queue/v1/{slug}/stats", operation_id = "stats", tag = "queue", params(QueuePath),

@@ -14,6 +14,7 @@ async fn the_document_lists_every_route_served_and_no_other() {
 #[tokio::test]
 async fn every_operation_documents_its_errors_and_the_token_it_takes() {
     let doc = serde_json::to_value(aqs_data_plane::openapi_document()).unwrap();
+    let mut token_paths = std::collections::BTreeSet::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, operation) in item.as_object().unwrap() {
             let responses = operation["responses"].as_object().unwrap();
@@ -27,9 +28,17 @@ async fn every_operation_documents_its_errors_and_the_token_it_takes() {
                 for status in ["401", "403", "404", "429", "503"] {
                     assert!(responses.contains_key(status), "{method} {path} lacks {status}");
                 }
+                // A suspended team's token is refused on every route before its scope is looked at.
+                let refused = responses["403"]["description"].as_str().unwrap_or_default();
+                for code in ["`team_suspended`", "`forbidden`"] {
+                    assert!(refused.contains(code), "{method} {path}: 403 lacks {code}: {refused}");
+                }
+                token_paths.insert(path.clone());
             }
         }
     }
+    let served = aqs_data_plane::served_paths().into_iter().filter(|p| p.starts_with("/queue/v1/{slug}")).collect();
+    assert_eq!(token_paths, served, "every route that takes a queue token was checked");
 }
 
 /// The document says what the routes accept: consume and purge take an empty body, publish takes
