@@ -157,10 +157,21 @@ impl Server {
         Self::start_with_env(database_url, redis_url, namespace, &[]).await
     }
 
-    /// `start` with further `AQS_…` settings (they override the defaults above, and are kept for
+    /// `start` with further `AQS_…` settings (they override the defaults of `migrated`, and are kept for
     /// `restart`), e.g. `AQS_PUSH_ALLOW_PRIVATE_NETWORKS=true` for handlers on loopback.
     pub async fn start_with_env(database_url: &str, redis_url: &str, namespace: &str, extra: &[(&str, &str)]) -> Self {
-        Self::start_on(free_port(), database_url, redis_url, namespace, extra).await
+        // A port found free can be taken before `aqs serve` binds it (by any process's outgoing
+        // connection: ephemeral ports come from the same range), and then it exits at once: such
+        // a start is tried again on another port.
+        let mut last = None;
+        for _ in 0..4 {
+            let mut server = Self::migrated(free_port(), database_url, redis_url, namespace, extra);
+            match server.try_restart().await {
+                Ok(()) => return server,
+                Err(status) => last = Some(status),
+            }
+        }
+        panic!("aqs serve exited early on four ports: {last:?}");
     }
 
     /// `start_with_env` on a given port (a test ACME server must know it before the server starts).
@@ -171,6 +182,13 @@ impl Server {
         namespace: &str,
         extra: &[(&str, &str)],
     ) -> Self {
+        let mut server = Self::migrated(port, database_url, redis_url, namespace, extra);
+        server.restart().await;
+        server
+    }
+
+    /// The settings of a server on `port`, its database migrated, not started yet.
+    fn migrated(port: u16, database_url: &str, redis_url: &str, namespace: &str, extra: &[(&str, &str)]) -> Self {
         let mut env = vec![
             ("AQS_HTTP_ADDR".to_owned(), format!("127.0.0.1:{port}")),
             ("AQS_DATABASE_URL".to_owned(), database_url.to_owned()),
@@ -183,26 +201,38 @@ impl Server {
         env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let status = Command::new(env!("CARGO_BIN_EXE_aqs")).arg("migrate").envs(env.iter().cloned()).status().unwrap();
         assert!(status.success(), "aqs migrate failed");
-        let mut server = Self { port, env, child: None };
-        server.restart().await;
-        server
+        Self { port, env, child: None }
     }
 
     /// Runs `aqs serve` with this server's settings and waits until it is healthy.
     pub async fn restart(&mut self) {
+        if let Err(status) = self.try_restart().await {
+            panic!("aqs serve exited early: {status}");
+        }
+    }
+
+    /// [`Server::restart`], answering how `aqs serve` exited when it stopped before it was healthy.
+    async fn try_restart(&mut self) -> Result<(), std::process::ExitStatus> {
         let child =
             Command::new(env!("CARGO_BIN_EXE_aqs")).arg("serve").envs(self.env.iter().cloned()).spawn().unwrap();
         let (http, health) = (reqwest::Client::new(), format!("{}/queue/v1/health", self.base()));
         // Kept in `self` while it is waited for: a test that fails here still kills it on drop.
         let child = self.child.insert(child);
-        aqs_testkit::eventually("aqs serve answers /queue/v1/health", || {
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!("aqs serve exited early: {status}");
-            }
+        let started = aqs_testkit::eventually_some("aqs serve answers /queue/v1/health", || {
+            let exited = child.try_wait().ok().flatten();
             let request = http.get(&health).send();
-            async move { request.await.is_ok_and(|response| response.status().is_success()) }
+            async move {
+                if let Some(status) = exited {
+                    return Some(Err(status));
+                }
+                request.await.is_ok_and(|response| response.status().is_success()).then_some(Ok(()))
+            }
         })
         .await;
+        if started.is_err() {
+            self.child = None;
+        }
+        started
     }
 
     /// Starts `aqs serve` expecting it to refuse to run; returns its stderr.
