@@ -163,15 +163,27 @@ impl Server {
         // A port found free can be taken before `aqs serve` binds it (by any process's outgoing
         // connection: ephemeral ports come from the same range), and then it exits at once: such
         // a start is tried again on another port.
-        let mut last = None;
-        for _ in 0..4 {
-            let mut server = Self::migrated(free_port(), database_url, redis_url, namespace, extra);
+        let ports = std::iter::repeat_with(free_port).take(4);
+        Self::start_on_first_free(ports, database_url, redis_url, namespace, extra).await
+    }
+
+    /// Starts on the first of `ports` that `aqs serve` manages to bind.
+    pub async fn start_on_first_free(
+        ports: impl IntoIterator<Item = u16>,
+        database_url: &str,
+        redis_url: &str,
+        namespace: &str,
+        extra: &[(&str, &str)],
+    ) -> Self {
+        let mut tried = Vec::new();
+        for port in ports {
+            let mut server = Self::migrated(port, database_url, redis_url, namespace, extra);
             match server.try_restart().await {
                 Ok(()) => return server,
-                Err(status) => last = Some(status),
+                Err(status) => tried.push((port, status)),
             }
         }
-        panic!("aqs serve exited early on four ports: {last:?}");
+        panic!("aqs serve exited early on every port: {tried:?}");
     }
 
     /// `start_with_env` on a given port (a test ACME server must know it before the server starts).
@@ -215,17 +227,22 @@ impl Server {
     async fn try_restart(&mut self) -> Result<(), std::process::ExitStatus> {
         let child =
             Command::new(env!("CARGO_BIN_EXE_aqs")).arg("serve").envs(self.env.iter().cloned()).spawn().unwrap();
-        let (http, health) = (reqwest::Client::new(), format!("{}/queue/v1/health", self.base()));
+        // A bounded wait per check: whatever holds the port may accept and never answer.
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().unwrap();
+        let health = format!("{}/queue/v1/health", self.base());
         // Kept in `self` while it is waited for: a test that fails here still kills it on drop.
         let child = self.child.insert(child);
         let started = aqs_testkit::eventually_some("aqs serve answers /queue/v1/health", || {
             let exited = child.try_wait().ok().flatten();
-            let request = http.get(&health).send();
+            let request = exited.is_none().then(|| http.get(&health).send());
             async move {
-                if let Some(status) = exited {
-                    return Some(Err(status));
+                match (exited, request) {
+                    (Some(status), _) => Some(Err(status)),
+                    (None, Some(request)) => {
+                        request.await.is_ok_and(|response| response.status().is_success()).then_some(Ok(()))
+                    }
+                    (None, None) => None,
                 }
-                request.await.is_ok_and(|response| response.status().is_success()).then_some(Ok(()))
             }
         })
         .await;

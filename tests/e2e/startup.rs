@@ -1,7 +1,7 @@
 //! Start-up configuration of the real binary: layered settings (defaults, the `AQS_CONFIG` file,
 //! then `AQS_…` variables) and a refusal that names the bad setting without printing secrets.
 
-use crate::harness::{Redis, free_port, fresh_database};
+use crate::harness::{Redis, Server, free_port, fresh_database};
 use std::process::{Child, Command, Stdio};
 
 const SESSION: &str = "startup-session-secret-0123456789abcdef";
@@ -155,4 +155,20 @@ fn serve_help_lists_every_setting_with_its_default() {
         assert!(help.contains(&name), "{name} missing from aqs serve --help:\n{help}");
     }
     assert!(help.contains("[default: 127.0.0.1:8080]") && help.contains("[required: data]"), "{help}");
+}
+
+/// A port taken between finding it free and binding it (by another process's connection) makes
+/// the test harness start the server on the next one instead of failing the test.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_harness_starts_on_another_port_when_its_port_was_taken() {
+    let redis = Redis::start("everysec");
+    let database = fresh_database().await;
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_port = taken.local_addr().unwrap().port();
+    let next = free_port();
+    let server =
+        Server::start_on_first_free([taken_port, next], &database, &redis.url(), &aqs_testkit::namespace(), &[]).await;
+    assert_eq!(server.port, next);
+    assert!(reqwest::get(format!("{}/queue/v1/health", server.base())).await.unwrap().status().is_success());
+    drop(taken);
 }
