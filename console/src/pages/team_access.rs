@@ -4,6 +4,7 @@
 //! rules live in the control plane (`teams::invites`, `keys`); the holder's side of a link is
 //! `invite`.
 
+use super::create_queue::ShownQuery;
 use super::team::{self, Drafts, instant};
 use crate::error::{ConsoleError, PageResult};
 use crate::extract::{CurrentMember, FormData, PagePath};
@@ -20,7 +21,6 @@ use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::{Query, State};
 use axum::response::IntoResponse;
-use serde::Deserialize;
 use uuid::Uuid;
 
 pub(crate) struct InviteRow {
@@ -105,19 +105,13 @@ struct ShownPage {
     secret: Option<String>,
 }
 
-#[derive(Deserialize)]
-pub(crate) struct ShownQuery {
-    #[serde(default)]
-    shown: String,
-}
-
 /// `GET /team/shown?shown=…`: what the invite or key form stashed, on the first view only.
 pub(crate) async fn shown(
     State(state): State<ConsoleState>,
     member: CurrentMember,
     Query(query): Query<ShownQuery>,
 ) -> PageResult {
-    let stashed = once::take_secret(&state, &member, &query.shown).await?;
+    let stashed = once::take_secret(&state, &member, query.shown()).await?;
     let mut parts = stashed.as_deref().map(|text| text.splitn(4, '\n'));
     let mut next = || parts.as_mut().and_then(Iterator::next).map(str::to_owned);
     let (kind, role, secret, label) = (next(), next(), next(), next());
