@@ -13,17 +13,6 @@ use std::time::{Duration, Instant};
 pub use aqs_testkit::closed_port as free_port;
 pub use aqs_testkit::{sign_up, unique};
 
-fn wait_for_port(port: u16, timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
-}
-
 /// A Redis server owned by one test.
 pub struct Redis {
     pub port: u16,
@@ -40,17 +29,29 @@ impl Redis {
     }
 
     pub fn start_with(appendfsync: &'static str, extra: &[&str]) -> Self {
+        // A port found free can be taken before redis-server binds it (ephemeral ports of outgoing
+        // connections come from the same range): it then exits at once, and another is tried.
+        Self::start_on_first_free(appendfsync, extra, std::iter::repeat_with(free_port).take(4))
+    }
+
+    /// Starts on the first of `ports` that redis-server manages to bind.
+    pub fn start_on_first_free(
+        appendfsync: &'static str,
+        extra: &[&str],
+        ports: impl IntoIterator<Item = u16>,
+    ) -> Self {
         let dir = std::env::temp_dir().join(unique("aqs-e2e-redis-"));
         std::fs::create_dir_all(&dir).unwrap();
-        let mut redis = Self {
-            port: free_port(),
-            dir,
-            appendfsync,
-            extra: extra.iter().map(|s| s.to_string()).collect(),
-            child: None,
-        };
-        redis.restart();
-        redis
+        let mut redis =
+            Self { port: 0, dir, appendfsync, extra: extra.iter().map(|s| s.to_string()).collect(), child: None };
+        for port in ports {
+            redis.port = port;
+            if redis.try_spawn(&[]) {
+                redis.wait_ready();
+                return redis;
+            }
+        }
+        panic!("redis-server exited at start on every port");
     }
 
     pub fn url(&self) -> String {
@@ -59,6 +60,11 @@ impl Redis {
 
     /// Spawns the server with its settings plus `extra`, and waits until it accepts connections.
     fn spawn(&mut self, extra: &[&str]) {
+        assert!(self.try_spawn(extra), "redis-server exited at start (port {})", self.port);
+    }
+
+    /// [`Redis::spawn`], answering false when the server exited before it accepted connections.
+    fn try_spawn(&mut self, extra: &[&str]) -> bool {
         let mut cmd = Command::new("redis-server");
         cmd.args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
             .arg("--dir")
@@ -69,13 +75,28 @@ impl Redis {
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        self.child = Some(cmd.spawn().expect("redis-server must be installed (infra/test installs it)"));
-        assert!(wait_for_port(self.port, Duration::from_secs(10)), "redis did not start");
+        let child = self.child.insert(cmd.spawn().expect("redis-server must be installed (infra/test installs it)"));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(Some(_)) = child.try_wait() {
+                self.child = None;
+                return false;
+            }
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return true;
+            }
+            assert!(Instant::now() < deadline, "redis did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     pub fn restart(&mut self) {
         self.spawn(&[]);
-        // Wait until the AOF is loaded and the server answers.
+        self.wait_ready();
+    }
+
+    /// Waits until the AOF is loaded and the server answers.
+    fn wait_ready(&self) {
         let client = redis::Client::open(self.url()).unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {

@@ -172,3 +172,18 @@ async fn the_harness_starts_on_another_port_when_its_port_was_taken() {
     assert!(reqwest::get(format!("{}/queue/v1/health", server.base())).await.unwrap().status().is_success());
     drop(taken);
 }
+
+/// The same for the test's private Redis: a port that an outgoing connection holds as its local
+/// port (what the race looks like) is skipped for the next one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_harness_starts_redis_on_another_port_when_its_port_was_taken() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let outgoing = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let taken = outgoing.local_addr().unwrap().port();
+    let next = free_port();
+    let redis = Redis::start_on_first_free("everysec", &[], [taken, next]);
+    assert_eq!(redis.port, next);
+    let mut conn = redis::Client::open(redis.url()).unwrap().get_connection().unwrap();
+    assert_eq!(redis::cmd("PING").query::<String>(&mut conn).unwrap(), "PONG");
+    drop(outgoing);
+}
