@@ -123,16 +123,19 @@ impl FromRequestParts<ConsoleState> for CurrentMember {
         let chosen = visitor.cookies.get(cookies::TEAM).and_then(|id| uuid::Uuid::parse_str(id).ok());
         let Ok(client) = ClientAddr::from_request_parts(parts, state).await;
         let origin = RequestOrigin::of(&parts.headers, client);
+        // Every team of the member, once: the switcher lists them and the caller is one of them.
+        let memberships = teams::store::memberships(state.control().db(), member.id).await?;
+        // A team the member has left (or that was deleted) falls back to their personal one.
+        let personal = TeamId::personal(member.id);
+        let acting = chosen
+            .and_then(|id| memberships.iter().find(|m| m.team.as_uuid() == id))
+            .or_else(|| memberships.iter().find(|m| m.team == personal))
+            .cloned()
+            .ok_or(ConsoleError::NotFound)?;
         // Not refused here when the team is suspended: logging out or changing one's password
         // still work; each form that changes the team asks `Caller::require_to_change`.
-        let caller = match Caller::of_member(state.control(), &member, chosen, false, origin.clone()).await {
-            // A team the member has left (or that was deleted) falls back to their personal one.
-            Err(aqs_core::ApiError::NotFound(_)) if chosen.is_some() => {
-                Caller::of_member(state.control(), &member, None, false, origin).await?
-            }
-            other => other?,
-        };
-        let teams = teams::manage::list(state.control(), member.id).await?;
+        let caller = Caller::of_membership(&member, acting, origin);
+        let teams = memberships.into_iter().map(TeamSummary::from).collect();
         Ok(Self {
             id: member.id,
             email: member.email.clone(),

@@ -8,7 +8,8 @@
 //! `team_suspended` for keys on every request, for members on every request that changes state);
 //! the role (403 `forbidden` naming the role needed).
 
-use super::{TeamId, TeamRole, store};
+use super::store::{self, Membership};
+use super::{TeamId, TeamRole};
 use crate::auth;
 use crate::client_addr::ClientAddr;
 use crate::keys;
@@ -100,13 +101,20 @@ impl Caller {
         if let (Some(reason), true) = (&membership.suspended, writes) {
             return Err(suspended(reason));
         }
-        Ok(Self {
+        Ok(Self::of_membership(member, membership, origin))
+    }
+
+    /// `member` acting on the team of `membership`, already read (the console reads all of a
+    /// member's memberships once per page, for its team switcher). Nothing is refused here: the
+    /// suspension and the role are asked by [`Caller::require_to_change`] and [`Caller::require`].
+    pub fn of_membership(member: &Member, membership: Membership, origin: RequestOrigin) -> Self {
+        Self {
             team: membership.team,
             role: membership.role,
             actor: Actor::Member { id: member.id, email: member.email.clone() },
             suspended: membership.suspended,
             origin,
-        })
+        }
     }
 
     /// 403 `forbidden` naming the role needed, unless the caller's role is `needed` or above.
