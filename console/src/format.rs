@@ -79,6 +79,11 @@ pub(crate) fn instant(ms: u64) -> Instant {
     Instant { machine, human }
 }
 
+/// A stored timestamp as [`instant`] shows it (one before 1970 shows as 1970).
+pub(crate) fn instant_at(at: &chrono::DateTime<chrono::Utc>) -> Instant {
+    instant(at.timestamp_millis().max(0) as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -79,3 +79,20 @@ pub(crate) async fn take_secret(state: &ConsoleState, member: &CurrentMember, id
     let key = state.control().keys().console_secret(&member.id.as_uuid().to_string(), id);
     Ok(state.engine().take(&key).await?)
 }
+
+/// Keeps `parts` for the member's next page, like [`stash_secret`]: a secret with what its page
+/// says of it. Only the last part may hold a newline (a name the member typed).
+pub(crate) async fn stash_parts(state: &ConsoleState, member: &CurrentMember, parts: &[&str]) -> PageResult<String> {
+    stash_secret(state, member, &parts.join("\n")).await
+}
+
+/// The `N` parts stashed as `id`, once (see [`take_secret`]); a missing part reads as empty.
+pub(crate) async fn take_parts<const N: usize>(
+    state: &ConsoleState,
+    member: &CurrentMember,
+    id: &str,
+) -> PageResult<Option<[String; N]>> {
+    let Some(text) = take_secret(state, member, id).await? else { return Ok(None) };
+    let mut parts = text.splitn(N, '\n');
+    Ok(Some(std::array::from_fn(|_| parts.next().unwrap_or_default().to_owned())))
+}

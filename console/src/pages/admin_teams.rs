@@ -7,7 +7,6 @@
 //! 404 page.
 
 use super::INVALID;
-use super::team::instant;
 use crate::error::PageResult;
 use crate::extract::{CurrentOperator, FormData, PagePath};
 use crate::fields::{self, FieldErrors};
@@ -47,7 +46,7 @@ impl From<AdminTeam> for TeamRow {
         Self {
             id: team.id.to_string(),
             personal: team.personal,
-            suspended_at: team.suspended_at.as_ref().map(instant),
+            suspended_at: team.suspended_at.as_ref().map(format::instant_at),
             suspended: team.suspended_reason,
             members: team.member_count,
             queues: format!("{} of {}", team.queue_count, team.max_queues),

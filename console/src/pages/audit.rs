@@ -4,7 +4,6 @@
 //! team's too, since reading changes nothing.
 
 use super::INVALID;
-use super::team::instant;
 use crate::error::PageResult;
 use crate::extract::CurrentMember;
 use crate::fields::FieldErrors;
@@ -44,7 +43,7 @@ impl From<Event> for EventRow {
             None => event.target.kind.clone(),
         };
         Self {
-            at: instant(&event.at),
+            at: format::instant_at(&event.at),
             who,
             actor_kind: event.actor.kind,
             action: event.action,

@@ -12,7 +12,6 @@ use crate::fields::FieldErrors;
 use crate::flash;
 use crate::format;
 use crate::layout::Chrome;
-use crate::pages::push_log::instant_of;
 use crate::state::ConsoleState;
 use aqs_control_plane::admin::{self, CallbackUrl};
 use aqs_control_plane::{AuthOperator, Member};
@@ -33,7 +32,7 @@ struct PrefixRow {
 
 impl From<CallbackUrl> for PrefixRow {
     fn from(url: CallbackUrl) -> Self {
-        Self { id: url.id.to_string(), added: instant_of(&url.created_at), prefix: url.prefix }
+        Self { id: url.id.to_string(), added: format::instant_at(&url.created_at), prefix: url.prefix }
     }
 }
 

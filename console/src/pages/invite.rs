@@ -4,7 +4,6 @@
 //! sent to log in or sign up and brought back here. A link that is unknown, used, withdrawn or
 //! expired is a 404 page saying which.
 
-use super::team::instant;
 use crate::error::{ConsoleError, PageResult};
 use crate::extract::{CurrentMember, FormData, PagePath};
 use crate::form::{self, Outcome};
@@ -20,10 +19,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 
-#[derive(Template, WebTemplate)]
-#[template(path = "invite.html")]
-struct InvitePage {
-    chrome: Chrome,
+/// What a usable link offers.
+struct Offer {
     secret: String,
     team: String,
     role: &'static str,
@@ -31,8 +28,14 @@ struct InvitePage {
     email: String,
     expires: format::Instant,
     form_id: String,
-    /// Why the link cannot be used, instead of the rest.
-    problem: Option<String>,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "invite.html")]
+struct InvitePage {
+    chrome: Chrome,
+    /// The offer, or why the link cannot be used.
+    offer: Result<Offer, String>,
 }
 
 pub(crate) async fn show(
@@ -41,28 +44,21 @@ pub(crate) async fn show(
     PagePath(secret): PagePath<String>,
 ) -> PageResult {
     match invites::preview(state.control(), &secret).await {
-        Ok(preview) => Ok(InvitePage {
-            chrome: member.chrome(format!("Join {}", preview.team_name)),
-            secret,
-            team: preview.team_name,
-            role: preview.role.as_str(),
-            email: preview.email,
-            expires: instant(&preview.expires_at),
-            form_id: once::new_id(),
-            problem: None,
-        }
-        .into_response()),
-        Err(ApiError::NotFound(message) | ApiError::InvalidField { message, .. }) => {
-            let page = InvitePage {
-                chrome: member.chrome("Invite link"),
-                secret: String::new(),
-                team: String::new(),
-                role: "",
-                email: String::new(),
-                expires: format::instant(0),
-                form_id: String::new(),
-                problem: Some(crate::fields::sentence(&message)),
+        Ok(preview) => {
+            let chrome = member.chrome(format!("Join {}", preview.team_name));
+            let offer = Offer {
+                secret,
+                team: preview.team_name,
+                role: preview.role.as_str(),
+                email: preview.email,
+                expires: format::instant_at(&preview.expires_at),
+                form_id: once::new_id(),
             };
+            Ok(InvitePage { chrome, offer: Ok(offer) }.into_response())
+        }
+        Err(ApiError::NotFound(message) | ApiError::InvalidField { message, .. }) => {
+            let page =
+                InvitePage { chrome: member.chrome("Invite link"), offer: Err(crate::fields::sentence(&message)) };
             Ok((StatusCode::NOT_FOUND, page).into_response())
         }
         Err(err) => Err(err.into()),

@@ -8,7 +8,7 @@
 //! mode, where a browser without JavaScript still sends them.
 
 use super::push_actions::shown_secret;
-use super::push_log::{self, DeliveryRow};
+use super::push_log::DeliveryRow;
 use super::{INVALID, load_queue};
 use crate::error::PageResult;
 use crate::extract::PagePath;
@@ -56,8 +56,8 @@ impl From<&PushTarget> for Current {
             wait_seconds: target.wait_seconds,
             timeout: format::duration_secs(u64::from(target.timeout_seconds)),
             concurrency: target.concurrency,
-            previous_until: target.previous_secret_expires_at.as_ref().map(push_log::instant_of),
-            updated: push_log::instant_of(&target.updated_at),
+            previous_until: target.previous_secret_expires_at.as_ref().map(format::instant_at),
+            updated: format::instant_at(&target.updated_at),
         }
     }
 }

@@ -5,7 +5,6 @@
 
 use super::load_queue;
 use super::push::target;
-use super::push_log::instant_of;
 use crate::error::{ConsoleError, PageResult};
 use crate::extract::PagePath;
 use crate::extract::{CurrentMember, FormData};
@@ -50,7 +49,7 @@ impl SecretPage {
             rotated,
             handler_url: target.handler_url.clone(),
             secret,
-            previous_until: target.previous_secret_expires_at.as_ref().map(instant_of),
+            previous_until: target.previous_secret_expires_at.as_ref().map(format::instant_at),
         }
     }
 }

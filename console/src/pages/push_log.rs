@@ -5,7 +5,7 @@
 use crate::format;
 use aqs_control_plane::push::PushDelivery;
 use aqs_core::push::DeliveryOutcome;
-use chrono::{DateTime, Utc};
+use chrono::DateTime;
 
 pub(crate) struct DeliveryRow {
     pub(crate) at: format::Instant,
@@ -21,10 +21,6 @@ pub(crate) struct DeliveryRow {
     pub(crate) detail: String,
     /// Where the request went: after a URL change, the old URL's failures are told apart.
     pub(crate) handler_url: String,
-}
-
-pub(crate) fn instant_of(at: &DateTime<Utc>) -> format::Instant {
-    format::instant(at.timestamp_millis().max(0) as u64)
 }
 
 /// 87 → "87 ms", 1234 → "1.2 s".

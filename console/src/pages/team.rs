@@ -20,22 +20,17 @@ use crate::layout::Chrome;
 use crate::once;
 use crate::pages::confirmations::ConfirmPage;
 use crate::state::ConsoleState;
-use aqs_control_plane::teams::{TeamMember, TeamRole, manage};
+use aqs_control_plane::teams::{TeamMember, TeamRole, TeamSummary, manage};
 use aqs_core::ApiResult;
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
 use axum::http::header::SET_COOKIE;
 use axum::response::Response;
-use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 /// How long the team choice is remembered: a year, like any preference.
 const TEAM_COOKIE_MAX_AGE_SECS: u64 = 365 * 24 * 3600;
-
-pub(crate) fn instant(at: &DateTime<Utc>) -> format::Instant {
-    format::instant(at.timestamp_millis().max(0) as u64)
-}
 
 /// A role in a `<select>`.
 pub(crate) struct RoleOption {
@@ -70,7 +65,7 @@ impl MemberRow {
         Self {
             id: member.member_id.to_string(),
             me: member.member_id == me,
-            joined: instant(&member.joined_at),
+            joined: format::instant_at(&member.joined_at),
             roles: role_options(role, TeamRole::Owner),
             form_id: once::new_id(),
             role,
@@ -120,7 +115,7 @@ pub(crate) struct TeamPage {
 }
 
 pub(crate) async fn page(state: &ConsoleState, member: &CurrentMember, drafts: Drafts) -> PageResult<TeamPage> {
-    let current = member.teams.iter().find(|t| t.id == member.team).ok_or(ConsoleError::NotFound)?;
+    let current = current(member)?;
     let me = member.id.as_uuid();
     let members =
         manage::members(state.control(), &member.caller).await?.into_iter().map(|m| MemberRow::new(m, me)).collect();
@@ -272,7 +267,7 @@ pub(crate) async fn confirm_remove(
         return confirm_leave(State(state), member).await;
     }
     member.may_change(TeamRole::Owner)?;
-    let name = current_name(&member);
+    let name = current(&member)?.name.clone();
     Ok(confirm(
         &member,
         format!("Remove {} from {name}?", target.email),
@@ -307,23 +302,20 @@ pub(crate) async fn remove(
     form::run(&state, &member, &form, act).await
 }
 
-fn current_name(member: &CurrentMember) -> String {
-    member.teams.iter().find(|t| t.id == member.team).map(|t| t.name.clone()).unwrap_or_default()
-}
-
-fn current_is_personal(member: &CurrentMember) -> bool {
-    member.teams.iter().any(|t| t.id == member.team && t.personal)
+/// The team the pages act on, as the member's list of teams has it.
+fn current(member: &CurrentMember) -> PageResult<&TeamSummary> {
+    member.teams.iter().find(|t| t.id == member.team).ok_or(ConsoleError::NotFound)
 }
 
 pub(crate) async fn confirm_leave(
     State(_state): State<ConsoleState>,
     member: CurrentMember,
 ) -> PageResult<ConfirmPage> {
-    if current_is_personal(&member) {
+    if current(&member)?.personal {
         return Err(ConsoleError::BadRequest("Your personal team is yours alone: it goes with your account.".into()));
     }
     member.may_change(TeamRole::Viewer)?;
-    let name = current_name(&member);
+    let name = current(&member)?.name.clone();
     Ok(confirm(
         &member,
         format!("Leave {name}?"),
@@ -338,7 +330,7 @@ pub(crate) async fn confirm_leave(
 /// `POST /team/leave`: the member leaves the team; the console goes back to their personal team.
 pub(crate) async fn leave(State(state): State<ConsoleState>, member: CurrentMember, form: FormData) -> PageResult {
     member.may_change(TeamRole::Viewer)?;
-    let name = current_name(&member);
+    let name = current(&member)?.name.clone();
     let act = async {
         let left = manage::remove(state.control(), &member.caller, member.id.as_uuid()).await;
         Ok(back_to_personal(&state, &member, left, format!("You left {name}.")))
@@ -358,13 +350,13 @@ pub(crate) async fn confirm_delete(
     State(_state): State<ConsoleState>,
     member: CurrentMember,
 ) -> PageResult<ConfirmPage> {
-    if current_is_personal(&member) {
+    if current(&member)?.personal {
         return Err(ConsoleError::BadRequest(
             "Your personal team is deleted with your account, not on its own.".into(),
         ));
     }
     member.may_change(TeamRole::Owner)?;
-    let name = current_name(&member);
+    let name = current(&member)?.name.clone();
     Ok(confirm(
         &member,
         format!("Delete the team {name}?"),
@@ -379,7 +371,7 @@ pub(crate) async fn confirm_delete(
 /// `POST /team/delete` (owners): an empty shared team goes; the console returns to the personal team.
 pub(crate) async fn delete(State(state): State<ConsoleState>, member: CurrentMember, form: FormData) -> PageResult {
     member.may_change(TeamRole::Owner)?;
-    let name = current_name(&member);
+    let name = current(&member)?.name.clone();
     let act = async {
         let deleted = manage::delete_team(state.control(), &member.caller).await;
         Ok(back_to_personal(&state, &member, deleted, format!("Deleted the team {name}.")))

@@ -5,7 +5,7 @@
 //! `invite`.
 
 use super::create_queue::ShownQuery;
-use super::team::{self, Drafts, instant};
+use super::team::{self, Drafts};
 use crate::error::{ConsoleError, PageResult};
 use crate::extract::{CurrentMember, FormData, PagePath};
 use crate::fields::FieldErrors;
@@ -38,7 +38,7 @@ impl From<Invite> for InviteRow {
             id: invite.id.to_string(),
             role: invite.role.as_str(),
             invited_by: invite.invited_by_email.unwrap_or_else(|| "a former member".to_owned()),
-            expires: instant(&invite.expires_at),
+            expires: format::instant_at(&invite.expires_at),
             form_id: once::new_id(),
             email: invite.email,
         }
@@ -63,9 +63,9 @@ impl From<ManagementKey> for KeyRow {
             role: key.role.as_str(),
             last_four: key.last_four,
             created_by: key.created_by_email.unwrap_or_else(|| "a former member".to_owned()),
-            created: instant(&key.created_at),
-            last_used: key.last_used_at.as_ref().map(instant),
-            revoked: key.revoked_at.as_ref().map(instant),
+            created: format::instant_at(&key.created_at),
+            last_used: key.last_used_at.as_ref().map(format::instant_at),
+            revoked: key.revoked_at.as_ref().map(format::instant_at),
             name: key.name,
         }
     }
@@ -92,17 +92,23 @@ pub(crate) async fn lists(
     Ok((invites, keys))
 }
 
+/// What the page after an invite or key form shows, once.
+struct Shown {
+    /// An invite link; else a management key.
+    invite: bool,
+    /// The invite's email or the key's name.
+    label: String,
+    role: String,
+    secret: String,
+}
+
 /// The page a created invite or key lands on: its link or secret, once.
 #[derive(Template, WebTemplate)]
 #[template(path = "team_secret.html")]
 struct ShownPage {
     chrome: Chrome,
-    /// `invite` or `key`; `None` once shown.
-    kind: Option<String>,
-    /// The invite's email or the key's name.
-    label: String,
-    role: String,
-    secret: Option<String>,
+    /// `None` once shown.
+    shown: Option<Shown>,
 }
 
 /// `GET /team/shown?shown=…`: what the invite or key form stashed, on the first view only.
@@ -111,23 +117,18 @@ pub(crate) async fn shown(
     member: CurrentMember,
     Query(query): Query<ShownQuery>,
 ) -> PageResult {
-    let stashed = once::take_secret(&state, &member, query.shown()).await?;
-    let mut parts = stashed.as_deref().map(|text| text.splitn(4, '\n'));
-    let mut next = || parts.as_mut().and_then(Iterator::next).map(str::to_owned);
-    let (kind, role, secret, label) = (next(), next(), next(), next());
-    let title = match kind.as_deref() {
-        Some("invite") => "Invite link",
-        Some("key") => "Management key",
-        _ => "Shown once",
-    };
-    let page = ShownPage {
-        chrome: member.chrome(title),
-        kind,
-        label: label.unwrap_or_default(),
-        role: role.unwrap_or_default(),
+    let shown = once::take_parts(&state, &member, query.shown()).await?.map(|[kind, role, secret, label]| Shown {
+        invite: kind == "invite",
+        label,
+        role,
         secret,
+    });
+    let title = match &shown {
+        Some(Shown { invite: true, .. }) => "Invite link",
+        Some(_) => "Management key",
+        None => "Shown once",
     };
-    Ok(page.into_response())
+    Ok(ShownPage { chrome: member.chrome(title), shown }.into_response())
 }
 
 /// Stashes what the page after a form shows once; the label last, as it may hold any character.
@@ -139,8 +140,7 @@ async fn stash(
     secret: &str,
     label: &str,
 ) -> PageResult<Outcome> {
-    let text = format!("{kind}\n{}\n{secret}\n{label}", role.as_str());
-    let id = once::stash_secret(state, member, &text).await?;
+    let id = once::stash_parts(state, member, &[kind, role.as_str(), secret, label]).await?;
     Ok(Outcome::see_other(format!("/team/shown?shown={id}")))
 }
 

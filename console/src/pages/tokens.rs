@@ -20,7 +20,6 @@ use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
-use chrono::{DateTime, Utc};
 
 struct Row {
     id: String,
@@ -34,10 +33,6 @@ struct Row {
     manage: bool,
 }
 
-fn instant(at: &DateTime<Utc>) -> format::Instant {
-    format::instant(at.timestamp_millis().max(0) as u64)
-}
-
 fn scopes_text(scopes: &[Scope]) -> String {
     scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
 }
@@ -48,9 +43,9 @@ impl From<Token> for Row {
             id: token.id.to_string(),
             scopes: scopes_text(&token.scopes),
             last_four: token.last_four,
-            created: instant(&token.created_at),
-            last_used: token.last_used_at.as_ref().map(instant),
-            revoked: token.revoked_at.as_ref().map(instant),
+            created: format::instant_at(&token.created_at),
+            last_used: token.last_used_at.as_ref().map(format::instant_at),
+            revoked: token.revoked_at.as_ref().map(format::instant_at),
             manage: token.scopes.contains(&Scope::Manage),
             name: token.name,
         }
@@ -158,13 +153,9 @@ pub(crate) async fn create(
         match tokens::mint(state.control(), &member.caller, &slug, input).await {
             Ok(created) => {
                 // The name last: it is the one part that may hold any character.
-                let shown = format!(
-                    "{}\n{}\n{}",
-                    scopes_text(&created.token.scopes),
-                    created.secret.expose(),
-                    created.token.name
-                );
-                let shown = once::stash_secret(&state, &member, &shown).await?;
+                let scopes = scopes_text(&created.token.scopes);
+                let parts = [scopes.as_str(), created.secret.expose(), created.token.name.as_str()];
+                let shown = once::stash_parts(&state, &member, &parts).await?;
                 Ok(Outcome::see_other(format!("/queues/{slug}/tokens/created?shown={shown}")))
             }
             Err(err) => Ok(Outcome::invalid(
@@ -188,18 +179,12 @@ pub(crate) async fn created(
     Query(query): Query<super::create_queue::ShownQuery>,
 ) -> PageResult {
     let queue = load_queue(&state, &member, &slug).await?;
-    let shown = once::take_secret(&state, &member, query.shown()).await?;
-    let mut parts = shown.as_deref().map(|text| text.splitn(3, '\n'));
-    let mut next = || parts.as_mut().and_then(Iterator::next).map(str::to_owned);
-    let (scopes, secret, name) = (next(), next(), next());
-    let nav = QueueNav::new(&queue, Tab::Tokens);
-    let page = CreatedPage {
-        chrome: member.chrome(nav.title(Tab::Tokens)),
-        nav,
-        name: name.unwrap_or_default(),
-        scopes: scopes.unwrap_or_default(),
-        secret,
+    let (scopes, secret, name) = match once::take_parts(&state, &member, query.shown()).await? {
+        Some([scopes, secret, name]) => (scopes, Some(secret), name),
+        None => Default::default(),
     };
+    let nav = QueueNav::new(&queue, Tab::Tokens);
+    let page = CreatedPage { chrome: member.chrome(nav.title(Tab::Tokens)), nav, name, scopes, secret };
     Ok(page.into_response())
 }
 
