@@ -41,6 +41,8 @@ mod publish;
 mod push_batch;
 #[path = "api/push_delivery.rs"]
 mod push_delivery;
+#[path = "api/push_flow.rs"]
+mod push_flow;
 #[path = "api/push_guard.rs"]
 mod push_guard;
 #[path = "api/push_handler.rs"]

@@ -1,4 +1,4 @@
-//! One dispatcher per pushed queue per replica: lease, hand each lease to a delivery task, repeat
+//! One dispatcher per pushed queue per replica: lease, deliver, settle, repeat
 //! (`docs/push-delivery.md`).
 //!
 //! It leases exactly as a consumer does (the engine's consume, under a lease that covers filling a
@@ -6,15 +6,14 @@
 //! once, and a dispatcher that dies mid-delivery leaves leases that simply run out and come back.
 //! It waits for messages with the long-poll machinery (woken by publishes, nacks and due delays;
 //! each wait ends after at most `POLL` and the loop looks again, never polling Redis in
-//! between). At most `concurrency` deliveries of a queue are in flight per replica, each holding a
-//! semaphore permit from lease to settlement: a message in message mode, a whole batch in batch
-//! mode. In message mode the permits come back in groups (the settler applies many answers per
-//! script call), so one lease call takes many messages. Stopped, it hands back what it leased but
-//! did not send, uncounted.
+//! between). At most `concurrency` requests of a queue are in flight per replica. Message mode
+//! (`message_flow`) leases ahead of its requests and settles their answers many per script call;
+//! batch mode (here) holds one place of the cap per batch from lease to settlement. Stopped, a
+//! dispatcher hands back what it leased but did not send, uncounted.
 
 use super::settings::PushSettings;
 use super::settle::Settler;
-use super::{batch, message};
+use super::{batch, message, message_flow};
 use crate::longpoll;
 use crate::state::DataPlane;
 use aqs_core::error::ApiError;
@@ -24,7 +23,7 @@ use aqs_core::time::now_ms;
 use aqs_engine::Delivery;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -47,37 +46,42 @@ pub enum Leased {
 /// deliveries finish on their own; messages leased but not yet sent are handed back.
 pub async fn run(state: DataPlane, settings: PushSettings, stop: CancellationToken) {
     let settings = Arc::new(settings);
-    let permits = Arc::new(Semaphore::new(settings.concurrency()));
-    // Message mode's answers are applied to their leases many at a time; the settler ends once
-    // this and every in-flight delivery's clone are gone.
-    let settler = Settler::spawn(state.clone(), settings.clone());
-    let mut failing = false;
     tracing::info!(queue = %settings.queue, mode = settings.mode().as_str(), "push dispatcher started");
+    match settings.mode() {
+        PushMode::Message => {
+            // Answers are applied to their leases many at a time; the settler ends once this and
+            // every in-flight delivery's clone are gone.
+            let settler = Settler::spawn(state.clone(), settings.clone());
+            message_flow::run(state, settings.clone(), settler, stop).await;
+        }
+        PushMode::Batch => run_batches(state, settings.clone(), stop).await,
+    }
+    tracing::info!(queue = %settings.queue, "push dispatcher stopped");
+}
+
+/// Batch mode: each place of the concurrency cap leases a batch, sends it and settles it.
+async fn run_batches(state: DataPlane, settings: Arc<PushSettings>, stop: CancellationToken) {
+    let permits = Arc::new(Semaphore::new(settings.concurrency()));
+    let mut failing = false;
     loop {
-        let first = tokio::select! {
+        let permit = tokio::select! {
             permit = permits.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
             _ = stop.cancelled() => break,
         };
-        let mut held = vec![first];
-        let want = match settings.mode() {
-            PushMode::Message => {
-                while let Ok(permit) = permits.clone().try_acquire_owned() {
-                    held.push(permit);
-                }
-                held.len() as u32
-            }
-            PushMode::Batch => settings.record.messages_per_run,
-        };
         // Not raced against `stop`: dropped mid-script, a lease would strand what it had leased.
         // `lease` stops waiting on its own, and what it took after the stop goes back.
-        match lease(&state, &settings, want, &stop).await {
+        match lease(&state, &settings, settings.record.messages_per_run, &stop).await {
             Leased::Messages(deliveries) if stop.is_cancelled() => {
                 hand_back(&state, &settings, &deliveries).await;
                 break;
             }
             Leased::Messages(deliveries) => {
                 failing = false;
-                dispatch(&state, &settings, &settler, deliveries, held);
+                let (state, settings) = (state.clone(), settings.clone());
+                tokio::spawn(async move {
+                    batch::deliver(&state, &settings, deliveries).await;
+                    drop(permit);
+                });
             }
             Leased::Nothing => {}
             Leased::Paused => idle(&stop).await,
@@ -90,10 +94,9 @@ pub async fn run(state: DataPlane, settings: PushSettings, stop: CancellationTok
             }
         }
     }
-    tracing::info!(queue = %settings.queue, "push dispatcher stopped");
 }
 
-async fn idle(stop: &CancellationToken) {
+pub(super) async fn idle(stop: &CancellationToken) {
     tokio::select! {
         _ = tokio::time::sleep(IDLE) => {}
         _ = stop.cancelled() => {}
@@ -130,38 +133,9 @@ pub async fn lease(state: &DataPlane, settings: &PushSettings, want: u32, stop: 
 /// Returns deliveries a stopped dispatcher will not send, uncounted, so the queue's new target (or
 /// its consumers, once push is off) gets them at once with the attempts they had. If Redis cannot
 /// take them back, their leases run out and they come back later: nothing is lost.
-async fn hand_back(state: &DataPlane, settings: &PushSettings, deliveries: &[Delivery]) {
+pub(super) async fn hand_back(state: &DataPlane, settings: &PushSettings, deliveries: &[Delivery]) {
     let receipts: Vec<_> = deliveries.iter().map(|d| message::receipt(settings, d)).collect();
     if let Err(err) = state.engine.release(settings.queue, &receipts, now_ms()).await {
         tracing::warn!(error = %err, queue = %settings.queue, "cannot hand back leased push deliveries");
-    }
-}
-
-/// Starts the delivery tasks: one per message (each with its permit, released once the settler
-/// has applied its answer) or one per batch.
-fn dispatch(
-    state: &DataPlane,
-    settings: &Arc<PushSettings>,
-    settler: &Settler,
-    deliveries: Vec<Delivery>,
-    mut held: Vec<OwnedSemaphorePermit>,
-) {
-    match settings.mode() {
-        PushMode::Message => {
-            for delivery in deliveries {
-                let permit = held.pop();
-                let (state, settings, settler) = (state.clone(), settings.clone(), settler.clone());
-                tokio::spawn(async move {
-                    message::deliver(&state, &settings, delivery, &settler, permit).await;
-                });
-            }
-        }
-        PushMode::Batch => {
-            let (state, settings) = (state.clone(), settings.clone());
-            tokio::spawn(async move {
-                batch::deliver(&state, &settings, deliveries).await;
-                drop(held);
-            });
-        }
     }
 }

@@ -19,43 +19,51 @@ use aqs_core::time::now_ms;
 use aqs_engine::{Delivery, NackResult};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use serde_json::json;
+use serde::Serialize;
 use tokio::sync::OwnedSemaphorePermit;
 
-/// The request body for one delivery.
-pub fn body(settings: &PushSettings, delivery: &Delivery) -> Vec<u8> {
-    let attempts = delivery.attempts.saturating_sub(1);
-    let value = match std::str::from_utf8(&delivery.body) {
-        Ok(text) => json!({
-            "id": delivery.message.to_string(),
-            "queue": settings.record.queue,
-            "payload": text,
-            "attempts": attempts,
-        }),
-        Err(_) => json!({
-            "id": delivery.message.to_string(),
-            "queue": settings.record.queue,
-            "payload_base64": STANDARD.encode(&delivery.body),
-            "attempts": attempts,
-        }),
-    };
-    serde_json::to_vec(&value).expect("a JSON value serialises")
+/// The request body of one delivery, serialised straight from the delivery (no JSON tree).
+#[derive(Serialize)]
+struct Body<'a> {
+    id: &'a str,
+    queue: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payload: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payload_base64: Option<String>,
+    attempts: u32,
 }
 
-/// Delivers one leased message and hands the answer to the settler, which applies it to the
-/// lease and logs it (with other answers, in one round trip) and then releases `permit`.
+/// The request body for one delivery of the message whose id is `id`.
+pub fn body(settings: &PushSettings, id: &str, delivery: &Delivery) -> Vec<u8> {
+    let text = std::str::from_utf8(&delivery.body).ok();
+    let body = Body {
+        id,
+        queue: &settings.record.queue,
+        payload: text,
+        payload_base64: text.is_none().then(|| STANDARD.encode(&delivery.body)),
+        attempts: delivery.attempts.saturating_sub(1),
+    };
+    serde_json::to_vec(&body).expect("the body serialises")
+}
+
+/// Delivers one leased message holding `place` (one of the concurrency cap's) until the handler
+/// has answered, and hands the answer to the settler, which applies it to the lease and logs it
+/// (with other answers, in one round trip) and then releases `outstanding`.
 pub async fn deliver(
     state: &DataPlane,
     settings: &PushSettings,
     delivery: Delivery,
     settler: &Settler,
-    permit: Option<OwnedSemaphorePermit>,
+    place: OwnedSemaphorePermit,
+    outstanding: OwnedSemaphorePermit,
 ) {
     let id = delivery.message.to_string();
-    let attempt = state.push.send(settings, &id, body(settings, &delivery), REASON_BODY_BYTES).await;
+    let attempt = state.push.send(settings, &id, body(settings, &id, &delivery), REASON_BODY_BYTES).await;
+    drop(place);
     let verdict = outcome::message(&attempt.answer);
     aqs_core::metrics::push_delivered("message", verdict.metric_label());
-    settler.settle(Settlement { delivery, attempt, verdict, permit });
+    settler.settle(Settlement { delivery, attempt, verdict, outstanding });
 }
 
 /// Applies a verdict to one delivery's lease (the settler acknowledges many at once itself).

@@ -8,7 +8,8 @@
 //! so a test can drive one:
 //!
 //! - `settings`: the projected record, parsed; the lease and timeout it implies.
-//! - `dispatcher`: lease (engine consume + long poll) → hand out deliveries under a concurrency cap.
+//! - `dispatcher`: lease (engine consume + long poll) → hand out deliveries under a concurrency cap;
+//!   `message_flow`: message mode's leasing ahead of its requests.
 //! - `message` / `batch`: build the request body; apply the verdict to the leases (ack, nack with a
 //!   delay, or dead-letter at once through the engine's `bury`). `settle`: message mode's answers
 //!   applied and logged many per round trip, each still with its own POST and log line.
@@ -27,6 +28,7 @@ pub mod deliver;
 pub mod dispatcher;
 mod log;
 pub mod message;
+mod message_flow;
 pub mod outcome;
 pub mod settings;
 pub mod settle;

@@ -5,10 +5,10 @@
 //! log lines in one pipeline. Retries and dead letters, rarer and each with its own delay or reason,
 //! go one script call each, as before.
 //!
-//! A delivery keeps its concurrency permit until it is settled, so at most `concurrency` leases of a
-//! queue are out per replica, as before; and it is settled inside its lease (the lease margin covers
-//! the wait here, a few milliseconds at most). If Redis cannot take a settlement, the lease runs out
-//! and the message comes back, one attempt higher: nothing is lost.
+//! A delivery keeps its share of the dispatcher's outstanding bound until it is settled, so a
+//! settler that falls behind stops the leasing; it is settled inside its lease (the lease margin
+//! covers the wait here, a few milliseconds at most). If Redis cannot take a settlement, the lease
+//! runs out and the message comes back, one attempt higher: nothing is lost.
 
 use super::deliver::Attempt;
 use super::log;
@@ -16,7 +16,7 @@ use super::message::{apply, receipt, record};
 use super::outcome::Verdict;
 use super::settings::PushSettings;
 use crate::state::DataPlane;
-use aqs_core::push::{DeliveryOutcome, DeliveryRecord};
+use aqs_core::push::{DeliveryOutcome, DeliveryRecord, LOG_LEN};
 use aqs_core::receipt::AckHint;
 use aqs_core::time::now_ms;
 use aqs_engine::Delivery;
@@ -31,8 +31,8 @@ pub struct Settlement {
     pub delivery: Delivery,
     pub attempt: Attempt,
     pub verdict: Verdict,
-    /// Released once the settlement is applied.
-    pub permit: Option<OwnedSemaphorePermit>,
+    /// The delivery's share of the outstanding bound, released once the settlement is applied.
+    pub outstanding: OwnedSemaphorePermit,
 }
 
 /// Hands answered deliveries to the dispatcher's settler task, which runs until every `Settler`
@@ -60,7 +60,7 @@ async fn run(state: DataPlane, settings: Arc<PushSettings>, mut rx: mpsc::Unboun
     let mut round = Vec::with_capacity(MAX_PER_ROUND);
     while rx.recv_many(&mut round, MAX_PER_ROUND).await > 0 {
         settle_round(&state, &settings, &round).await;
-        // Dropping the round releases its permits: the dispatcher may lease again.
+        // Dropping the round releases its outstanding permits: the dispatcher may lease again.
         round.clear();
     }
 }
@@ -93,13 +93,17 @@ pub async fn settle_round(state: &DataPlane, settings: &PushSettings, round: &[S
             ),
         }
     }
-    let records: Vec<DeliveryRecord> = round
+    // Only the newest `LOG_LEN` lines would survive the log's trim: build no others.
+    let mut records: Vec<DeliveryRecord> = round
         .iter()
         .zip(outcomes)
+        .rev()
         .filter_map(|(s, outcome)| {
             let id = s.delivery.message.to_string();
             Some(record(&s.attempt, &settings.record.handler_url, &id, 1, outcome?, &s.verdict))
         })
+        .take(LOG_LEN)
         .collect();
+    records.reverse();
     log::record_all(state, settings.queue, &records).await;
 }

@@ -11,11 +11,14 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use std::fmt;
 
-/// The decoded keys of a push target. `Debug` never shows them.
+type HmacSha256 = Hmac<Sha256>;
+
+/// The keys of a push target, each already keyed into an HMAC (so a request hashes only its own
+/// bytes). `Debug` never shows them.
 #[derive(Clone)]
 pub struct SigningKeys {
-    current: Vec<u8>,
-    previous: Option<(Vec<u8>, u64)>,
+    current: HmacSha256,
+    previous: Option<(HmacSha256, u64)>,
 }
 
 impl fmt::Debug for SigningKeys {
@@ -26,31 +29,38 @@ impl fmt::Debug for SigningKeys {
 
 impl SigningKeys {
     pub fn new(record: &PushRecord) -> Option<Self> {
-        let current = signing_key(record.secret.expose())?;
+        let current = keyed(&signing_key(record.secret.expose())?);
         let previous = record
             .previous_secret
             .as_ref()
             .and_then(|s| signing_key(s.expose()))
-            .map(|key| (key, record.previous_until_ms));
+            .map(|key| (keyed(&key), record.previous_until_ms));
         Some(Self { current, previous })
     }
 
     /// The `webhook-signature` value for one request sent at `now_ms`.
     pub fn header(&self, id: &str, timestamp: u64, body: &[u8], now_ms: u64) -> String {
-        let mut value = signature(&self.current, id, timestamp, body);
+        let mut value = sign(self.current.clone(), id, timestamp, body);
         if let Some((key, until)) = &self.previous
             && now_ms < *until
         {
             value.push(' ');
-            value.push_str(&signature(key, id, timestamp, body));
+            value.push_str(&sign(key.clone(), id, timestamp, body));
         }
         value
     }
 }
 
+fn keyed(key: &[u8]) -> HmacSha256 {
+    HmacSha256::new_from_slice(key).expect("HMAC takes any key length")
+}
+
 /// `v1,<base64 HMAC-SHA256(key, "id.timestamp.body")>`.
 pub fn signature(key: &[u8], id: &str, timestamp: u64, body: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
+    sign(keyed(key), id, timestamp, body)
+}
+
+fn sign(mut mac: HmacSha256, id: &str, timestamp: u64, body: &[u8]) -> String {
     mac.update(id.as_bytes());
     mac.update(b".");
     mac.update(timestamp.to_string().as_bytes());
