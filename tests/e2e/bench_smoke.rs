@@ -27,6 +27,7 @@ async fn every_bench_scenario_runs_against_the_service() {
         "push_message_100_vs_bullmq",
         "push_batch_100",
         "push_latency",
+        "push_latency_at_half_kept_full",
         "push_retry_first_deliveries",
         "push_retry_retries",
     ] {

@@ -3,8 +3,11 @@
 //! the same concurrency, 100), message mode (concurrency 100) and batch mode (100 per run) with
 //! the queue kept full, compared with that floor and with a BullMQ worker (concurrency 100) whose
 //! processor POSTs each job to the same kind of handler; publish → handler latency open loop at
-//! half of message mode's measured rate; and message mode again against a handler that answers
-//! 500 to one request in ten, for the rates of first deliveries and of retries.
+//! half of that path's own peak (single publishes back to back, measured just before), as the
+//! end-to-end row does, and again at half of message mode's kept-full rate (a heavier load: those
+//! producers publish batches of 100, the latency row single messages); and message mode again
+//! against a handler that answers 500 to one request in ten, for the rates of first deliveries and
+//! of retries.
 
 use super::push_load::{self, Measured};
 use super::{Ctx, progress};
@@ -27,6 +30,7 @@ const MESSAGE: &str = "push_message_100";
 const VS_BULLMQ: &str = "push_message_100_vs_bullmq";
 const BATCH: &str = "push_batch_100";
 const LATENCY: &str = "push_latency";
+const LATENCY_KEPT_FULL: &str = "push_latency_at_half_kept_full";
 const FIRST: &str = "push_retry_first_deliveries";
 const RETRIES: &str = "push_retry_retries";
 
@@ -70,11 +74,24 @@ pub async fn run(ctx: &mut Ctx) -> Vec<ScenarioResult> {
         Ok(b) => b.row(BATCH).compared("bullmq worker 100, POST per job", bullmq).target(Goal::RatioAtLeast(3.0)),
         Err(err) => ScenarioResult::failed(BATCH, "msgs/s", &err),
     });
+    rows.push(match push.single_peak().await {
+        Ok(peak) => {
+            let offered = format!("half of the same path's peak, {peak:.0}/s, measured just before with the same connections publishing back to back");
+            push.latency(LATENCY, peak / 2.0, &offered)
+                .await
+                .map(|row| row.target(Goal::Latency { p50_ms: None, p99_ms: 10.0 }))
+                .unwrap_or_else(|err| ScenarioResult::failed(LATENCY, "ms (p99)", &err))
+        }
+        Err(err) => ScenarioResult::failed(LATENCY, "ms (p99)", &err),
+    });
     rows.push(match &message {
         Ok(m) => {
-            push.latency(m.rate / 2.0).await.unwrap_or_else(|err| ScenarioResult::failed(LATENCY, "ms (p99)", &err))
+            let offered = "half of message mode's kept-full rate, whose producers publish batches of 100: single publishes at that rate load this machine far more";
+            push.latency(LATENCY_KEPT_FULL, m.rate / 2.0, offered)
+                .await
+                .unwrap_or_else(|err| ScenarioResult::failed(LATENCY_KEPT_FULL, "ms (p99)", &err))
         }
-        Err(err) => ScenarioResult::failed(LATENCY, "ms (p99)", err),
+        Err(err) => ScenarioResult::failed(LATENCY_KEPT_FULL, "ms (p99)", err),
     });
     match push.kept_full("flaky", Mode::Message { concurrency: CONCURRENCY }).await {
         Ok(f) => {
@@ -190,10 +207,35 @@ impl Push<'_> {
         Ok(KeptFull { measured, rate, note })
     }
 
-    /// Publish → handler latency, open loop at `rate` single publishes per second.
-    async fn latency(&mut self, rate: f64) -> anyhow::Result<ScenarioResult> {
+    /// The rate at which single publishes back to back over the latency row's connections reach
+    /// the handler: the peak of the path whose latency that row times.
+    async fn single_peak(&mut self) -> anyhow::Result<f64> {
         let s = self.ctx.scale.clone();
-        let lane = "latency";
+        let lane = "latency-peak";
+        let queue = self.queue(lane, s.single_connections).await?;
+        let url = format!("{}/{lane}", self.handler.base_url);
+        self.operator.start(&queue.slug, &url, Mode::Message { concurrency: CONCURRENCY }).await?;
+        let counters = &self.handler.counters;
+        queue.client(&self.ctx.target, 0).publish(aqs_client::NewMessage::raw_json(sample_body())).await?;
+        push_load::wait_for_first(counters, lane, 1).await?;
+        progress(&format!("aqs: push latency path's peak, single publishes back to back, {:?}", s.push));
+        let window = Window::after(s.warmup, s.push);
+        let run =
+            push_load::single_peak(&self.ctx.target, &queue, (counters, lane), s.single_connections, window).await;
+        let stopped = self.operator.stop(&queue.slug).await;
+        let (peak, tally) = run?;
+        stopped?;
+        if peak == 0.0 {
+            anyhow::bail!("the handler saw no delivery on {lane} in the window ({})", tally.error_note());
+        }
+        Ok(peak)
+    }
+
+    /// Publish → handler latency, open loop at `rate` single publishes per second (`offered` says
+    /// what that rate is).
+    async fn latency(&mut self, scenario: &str, rate: f64, offered: &str) -> anyhow::Result<ScenarioResult> {
+        let s = self.ctx.scale.clone();
+        let lane = scenario;
         let conns = s.single_connections;
         let queue = self.queue(lane, conns).await?;
         let url = format!("{}/{lane}", self.handler.base_url);
@@ -209,14 +251,11 @@ impl Push<'_> {
         stopped?;
         let (p50, p99) = latencies.p50_p99_ms();
         let p99 = p99.ok_or_else(|| anyhow::anyhow!("the handler timed no delivery ({})", tally.error_note()))?;
-        Ok(ScenarioResult::new(LATENCY, p99, "ms (p99)")
-            .latency(p50, Some(p99))
-            .target(Goal::Latency { p50_ms: None, p99_ms: 10.0 })
-            .note(format!(
-                "offered {rate:.0}/s (half of message mode's rate), {conns} connections publishing one message each, push concurrency {CONCURRENCY}; {} of {} published messages timed at the handler, from the scheduled publish{}",
-                latencies.len(),
-                tally.msgs,
-                tally.error_note()
-            )))
+        Ok(ScenarioResult::new(scenario, p99, "ms (p99)").latency(p50, Some(p99)).note(format!(
+            "offered {rate:.0}/s ({offered}), {conns} connections publishing one message each, push concurrency {CONCURRENCY}; {} of {} published messages timed at the handler, from the scheduled publish{}",
+            latencies.len(),
+            tally.msgs,
+            tally.error_note()
+        )))
     }
 }

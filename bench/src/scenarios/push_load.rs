@@ -1,6 +1,6 @@
 //! The loads of the push scenarios (`push`): a queue kept full while the service pushes it to
-//! the bench's handler, and single publishes on an open-loop schedule whose trip to the handler is
-//! timed. Both read their figures from the handler's counters for their own lane.
+//! the bench's handler, single publishes back to back (the latency path's peak), and single
+//! publishes on an open-loop schedule whose trip to the handler is timed. Each reads its figures from the handler's counters for its own lane.
 
 use super::consume_ack::prefill;
 use super::progress;
@@ -129,6 +129,47 @@ pub async fn kept_full(
     };
     let depth_end = published.load(Ordering::Relaxed).saturating_sub(after.first);
     Ok(Measured { seconds: window.seconds(), seen, depth_end, produced, redis })
+}
+
+/// Single publishes back to back over `connections` connections to a pushed queue: the rate at
+/// which the handler receives them in `window`, the peak of the path the latency row times.
+pub async fn single_peak(
+    target: &Target,
+    queue: &BenchQueue,
+    (counters, lane): (&Counters, &str),
+    connections: usize,
+    window: Window,
+) -> anyhow::Result<(f64, Tally)> {
+    let body = sample_body();
+    let workers: Vec<_> = (0..connections)
+        .map(|i| {
+            let call = queue.publish(i, &body)?;
+            let target = target.clone();
+            Ok(tokio::spawn(async move {
+                let mut tally = Tally::default();
+                let Some(mut conn) = crate::load::connect(&target, &mut tally).await else { return tally };
+                while Instant::now() < window.end {
+                    match conn.expect(&call, StatusCode::CREATED).await {
+                        Ok(_) => {
+                            tally.ops += 1;
+                            tally.msgs += 1;
+                        }
+                        Err(err) => {
+                            tally.error(format!("publish: {err:#}"));
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        }
+                    }
+                }
+                tally
+            }))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    tokio::time::sleep_until(window.measure_from.into()).await;
+    let before = counters.counts(lane).messages();
+    tokio::time::sleep_until(window.end.into()).await;
+    let after = counters.counts(lane).messages();
+    let tally = crate::load::join(workers).await;
+    Ok(((after - before) as f64 / window.seconds(), tally))
 }
 
 /// Publishes timed single messages to a pushed queue at `rate` for `duration` over `connections`
