@@ -9,7 +9,7 @@ use crate::api::{BenchQueue, sample_body, timed_body_at};
 use crate::client::Target;
 use crate::handler::{Counters, LaneCounts};
 use crate::latency::Latencies;
-use crate::load::{Tally, Window};
+use crate::load::{Tally, Window, closed_loop};
 use crate::scenarios::open_loop::Arrivals;
 use crate::schedule::Schedule;
 use hyper::StatusCode;
@@ -141,35 +141,15 @@ pub async fn single_peak(
     window: Window,
 ) -> anyhow::Result<(f64, Tally)> {
     let body = sample_body();
-    let workers: Vec<_> = (0..connections)
-        .map(|i| {
-            let call = queue.publish(i, &body)?;
-            let target = target.clone();
-            Ok(tokio::spawn(async move {
-                let mut tally = Tally::default();
-                let Some(mut conn) = crate::load::connect(&target, &mut tally).await else { return tally };
-                while Instant::now() < window.end {
-                    match conn.expect(&call, StatusCode::CREATED).await {
-                        Ok(_) => {
-                            tally.ops += 1;
-                            tally.msgs += 1;
-                        }
-                        Err(err) => {
-                            tally.error(format!("publish: {err:#}"));
-                            tokio::time::sleep(Duration::from_millis(10)).await;
-                        }
-                    }
-                }
-                tally
-            }))
-        })
-        .collect::<anyhow::Result<_>>()?;
-    tokio::time::sleep_until(window.measure_from.into()).await;
-    let before = counters.counts(lane).messages();
-    tokio::time::sleep_until(window.end.into()).await;
-    let after = counters.counts(lane).messages();
-    let tally = crate::load::join(workers).await;
-    Ok(((after - before) as f64 / window.seconds(), tally))
+    let calls = (0..connections).map(|i| queue.publish(i, &body)).collect::<anyhow::Result<Vec<_>>>()?;
+    let seen = async {
+        tokio::time::sleep_until(window.measure_from.into()).await;
+        let before = counters.counts(lane).messages();
+        tokio::time::sleep_until(window.end.into()).await;
+        counters.counts(lane).messages() - before
+    };
+    let (tally, seen) = tokio::join!(closed_loop(target, calls, window, StatusCode::CREATED, 1), seen);
+    Ok((seen as f64 / window.seconds(), tally))
 }
 
 /// Publishes timed single messages to a pushed queue at `rate` for `duration` over `connections`

@@ -62,7 +62,7 @@ pub async fn run(state: DataPlane, settings: PushSettings, stop: CancellationTok
 /// Batch mode: each place of the concurrency cap leases a batch, sends it and settles it.
 async fn run_batches(state: DataPlane, settings: Arc<PushSettings>, stop: CancellationToken) {
     let permits = Arc::new(Semaphore::new(settings.concurrency()));
-    let mut failing = false;
+    let mut leasing = Leasing::default();
     loop {
         let permit = tokio::select! {
             permit = permits.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
@@ -70,33 +70,57 @@ async fn run_batches(state: DataPlane, settings: Arc<PushSettings>, stop: Cancel
         };
         // Not raced against `stop`: dropped mid-script, a lease would strand what it had leased.
         // `lease` stops waiting on its own, and what it took after the stop goes back.
-        match lease(&state, &settings, settings.record.messages_per_run, &stop).await {
-            Leased::Messages(deliveries) if stop.is_cancelled() => {
-                hand_back(&state, &settings, &deliveries).await;
-                break;
-            }
-            Leased::Messages(deliveries) => {
-                failing = false;
-                let (state, settings) = (state.clone(), settings.clone());
-                tokio::spawn(async move {
-                    batch::deliver(&state, &settings, deliveries).await;
-                    drop(permit);
-                });
-            }
-            Leased::Nothing => {}
-            Leased::Paused => idle(&stop).await,
-            Leased::Failed(err) => {
-                if !failing {
-                    tracing::warn!(error = %err, queue = %settings.queue, "push dispatcher cannot lease; retrying");
-                    failing = true;
-                }
-                idle(&stop).await;
-            }
+        let Some(deliveries) = leasing.next(&state, &settings, settings.record.messages_per_run, &stop).await else {
+            continue;
+        };
+        if stop.is_cancelled() {
+            hand_back(&state, &settings, &deliveries).await;
+            break;
         }
+        let (state, settings) = (state.clone(), settings.clone());
+        tokio::spawn(async move {
+            batch::deliver(&state, &settings, deliveries).await;
+            drop(permit);
+        });
     }
 }
 
-pub(super) async fn idle(stop: &CancellationToken) {
+/// A dispatcher's leasing, which says once (not every second) when it starts failing.
+#[derive(Default)]
+pub(super) struct Leasing {
+    failing: bool,
+}
+
+impl Leasing {
+    /// [`lease`]: the messages it got, or `None` after an empty wait, or after a second's pause
+    /// on a paused queue or a Redis error.
+    pub(super) async fn next(
+        &mut self,
+        state: &DataPlane,
+        settings: &PushSettings,
+        want: u32,
+        stop: &CancellationToken,
+    ) -> Option<Vec<Delivery>> {
+        match lease(state, settings, want, stop).await {
+            Leased::Messages(deliveries) => {
+                self.failing = false;
+                return Some(deliveries);
+            }
+            Leased::Nothing => return None,
+            Leased::Paused => {}
+            Leased::Failed(err) => {
+                if !self.failing {
+                    tracing::warn!(error = %err, queue = %settings.queue, "push dispatcher cannot lease; retrying");
+                    self.failing = true;
+                }
+            }
+        }
+        idle(stop).await;
+        None
+    }
+}
+
+async fn idle(stop: &CancellationToken) {
     tokio::select! {
         _ = tokio::time::sleep(IDLE) => {}
         _ = stop.cancelled() => {}

@@ -13,7 +13,7 @@
 //!   every place) goes back to the queue uncounted instead of being sent, so every POST starts with
 //!   at least the handler's timeout plus half the margin left on its lease.
 
-use super::dispatcher::{Leased, hand_back, idle, lease};
+use super::dispatcher::{Leasing, hand_back};
 use super::message;
 use super::settings::{LEASE_MARGIN, PushSettings};
 use super::settle::Settler;
@@ -83,7 +83,7 @@ async fn keep_leased(
     ready: mpsc::UnboundedSender<Ready>,
     stop: CancellationToken,
 ) {
-    let mut failing = false;
+    let mut leasing = Leasing::default();
     loop {
         let first = tokio::select! {
             permit = outstanding.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
@@ -98,24 +98,11 @@ async fn keep_leased(
         }
         // Not raced against `stop` (a dropped consume would strand what it leased): `lease` stops
         // waiting on its own, and the sender hands back whatever is queued once this returns.
-        match lease(&state, &settings, held.len() as u32, &stop).await {
-            Leased::Messages(deliveries) => {
-                failing = false;
-                let leased_at = Instant::now();
-                for (delivery, outstanding) in deliveries.into_iter().zip(held.drain(..)) {
-                    // The sender outlives this task, so the queue is open.
-                    ready.send(Ready { delivery, leased_at, outstanding }).ok();
-                }
-            }
-            Leased::Nothing => {}
-            Leased::Paused => idle(&stop).await,
-            Leased::Failed(err) => {
-                if !failing {
-                    tracing::warn!(error = %err, queue = %settings.queue, "push dispatcher cannot lease; retrying");
-                    failing = true;
-                }
-                idle(&stop).await;
-            }
+        let Some(deliveries) = leasing.next(&state, &settings, held.len() as u32, &stop).await else { continue };
+        let leased_at = Instant::now();
+        for (delivery, outstanding) in deliveries.into_iter().zip(held) {
+            // The sender outlives this task, so the queue is open.
+            ready.send(Ready { delivery, leased_at, outstanding }).ok();
         }
     }
 }
