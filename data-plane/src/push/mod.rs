@@ -20,7 +20,8 @@
 //! Guarantees: at-least-once, as for consumers. A message is leased by one dispatcher at a time
 //! (the engine's lease), so replicas never send it concurrently; a replica that dies mid-request
 //! leaves a lease that runs out after the timeout plus a margin, and the message is sent again with
-//! `attempts` one higher. A paused queue leases nothing, so it sends nothing.
+//! `attempts` one higher. A paused queue leases nothing, so it sends nothing beyond what was already
+//! leased (message mode's few leased ahead, sent within 2.5 s or handed back).
 
 mod backoff;
 pub mod batch;
