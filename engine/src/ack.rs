@@ -71,6 +71,24 @@ impl Engine {
         nack_results("nack.lua", ints(self.run(&inv).await?)?)
     }
 
+    /// [`nack`](Self::nack) with a delay of its own for each receipt (`(receipt, delay_ms)`): many
+    /// retries, each with its own backoff, in one script call.
+    pub async fn nack_each(
+        &self,
+        queue: QueueId,
+        retries: &[(Receipt, u64)],
+        error: &str,
+        now_ms: u64,
+    ) -> StorageResult<Vec<NackResult>> {
+        let mut inv = self.invocation(&self.scripts.nack, queue);
+        inv.arg(now_ms).arg(utc_day(now_ms)).arg("each").arg(error).arg(retries.len());
+        for (receipt, delay_ms) in retries {
+            inv.arg(receipt.stream_id.to_string()).arg(receipt.message.to_string()).arg(receipt.delivery);
+            inv.arg(*delay_ms);
+        }
+        nack_results("nack.lua", ints(self.run(&inv).await?)?)
+    }
+
     /// Dead-letters each receipt's message at once with `reason`, whatever its attempts (a push
     /// handler's non-retryable answer). Never `Returned`.
     pub async fn bury(

@@ -5,10 +5,9 @@
 //! whole batch with backoff. `attempts` here counts this delivery (1 on the first), like a
 //! consumer's `message.attempts`.
 
-use super::backoff;
 use super::deliver::{Answer, Attempt};
 use super::log;
-use super::message::{nack_outcome, receipt};
+use super::message::{nack_outcome, receipt, retry_delay};
 use super::outcome::{self, BatchVerdict};
 use super::settings::PushSettings;
 use crate::routes::views::{attributes, base64};
@@ -83,43 +82,36 @@ pub async fn apply(
             Ok(if acked.iter().all(|ok| *ok) { DeliveryOutcome::Acked } else { DeliveryOutcome::LeaseLost })
         }
         BatchVerdict::RetryAll { after, reason } => {
-            let mut worst = DeliveryOutcome::Retried;
-            for d in deliveries {
-                let delay = after.unwrap_or_else(|| backoff::delay(d.attempts));
-                let result = retry_one(state, settings, d, delay, reason).await?;
-                if result != DeliveryOutcome::Retried {
-                    worst = result;
-                }
-            }
-            Ok(worst)
+            let retries: Vec<(Receipt, u64)> = deliveries.iter().map(|d| retry(settings, d, *after)).collect();
+            let results = engine.nack_each(settings.queue, &retries, reason, now).await?;
+            // Retried, unless one of them was dead-lettered or had lost its lease.
+            Ok(results
+                .into_iter()
+                .map(nack_outcome)
+                .rfind(|o| *o != DeliveryOutcome::Retried)
+                .unwrap_or(DeliveryOutcome::Retried))
         }
-        BatchVerdict::Partial { retry } => {
+        BatchVerdict::Partial { retry: named } => {
             let (again, done): (Vec<&Delivery>, Vec<&Delivery>) =
-                deliveries.iter().partition(|d| retry.contains_key(&d.message.to_string()));
+                deliveries.iter().partition(|d| named.contains_key(&d.message.to_string()));
             let receipts: Vec<Receipt> = done.iter().map(|d| receipt(settings, d)).collect();
             let hints: Vec<Option<AckHint>> = done.iter().map(|d| Some(d.hint)).collect();
             if !receipts.is_empty() {
                 engine.ack_hinted(settings.queue, &receipts, &hints, now).await?;
             }
-            for d in again {
-                let delay = retry[&d.message.to_string()].unwrap_or_else(|| backoff::delay(d.attempts));
-                retry_one(state, settings, d, delay, "handler asked for a retry").await?;
+            let retries: Vec<(Receipt, u64)> =
+                again.iter().map(|d| retry(settings, d, named[&d.message.to_string()])).collect();
+            if !retries.is_empty() {
+                engine.nack_each(settings.queue, &retries, "handler asked for a retry", now).await?;
             }
             Ok(DeliveryOutcome::PartiallyRetried)
         }
     }
 }
 
-async fn retry_one(
-    state: &DataPlane,
-    settings: &PushSettings,
-    delivery: &Delivery,
-    delay: Duration,
-    reason: &str,
-) -> ApiResult<DeliveryOutcome> {
-    let receipt = receipt(settings, delivery);
-    let result = state.engine.nack(settings.queue, &[receipt], delay.as_millis() as u64, reason, now_ms()).await?;
-    Ok(nack_outcome(result.first().copied().unwrap_or(aqs_engine::NackResult::LeaseLost)))
+/// A delivery's receipt and its delay before it goes out again (`after`, else the backoff).
+fn retry(settings: &PushSettings, delivery: &Delivery, after: Option<Duration>) -> (Receipt, u64) {
+    (receipt(settings, delivery), retry_delay(delivery, after).as_millis() as u64)
 }
 
 fn record(

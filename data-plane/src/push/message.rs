@@ -12,14 +12,13 @@ use super::outcome::{self, Verdict};
 use super::settings::PushSettings;
 use super::settle::{Settlement, Settler};
 use crate::state::DataPlane;
-use aqs_core::error::ApiResult;
 use aqs_core::push::{DeliveryOutcome, DeliveryRecord, REASON_BODY_BYTES};
 use aqs_core::receipt::Receipt;
-use aqs_core::time::now_ms;
 use aqs_engine::{Delivery, NackResult};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde::Serialize;
+use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
 
 /// The request body of one delivery, serialised straight from the delivery (no JSON tree).
@@ -66,29 +65,9 @@ pub async fn deliver(
     settler.settle(Settlement { delivery, attempt, verdict, outstanding });
 }
 
-/// Applies a verdict to one delivery's lease (the settler acknowledges many at once itself).
-pub async fn apply(
-    state: &DataPlane,
-    settings: &PushSettings,
-    delivery: &Delivery,
-    verdict: &Verdict,
-) -> ApiResult<DeliveryOutcome> {
-    let receipt = receipt(settings, delivery);
-    let now = now_ms();
-    let engine = &state.engine;
-    let result = match verdict {
-        Verdict::Ack => {
-            let hint = [Some(delivery.hint)];
-            let acked = engine.ack_hinted(settings.queue, std::slice::from_ref(&receipt), &hint, now).await?;
-            return Ok(if acked.first() == Some(&true) { DeliveryOutcome::Acked } else { DeliveryOutcome::LeaseLost });
-        }
-        Verdict::Retry { after, reason } => {
-            let delay = after.unwrap_or_else(|| backoff::delay(delivery.attempts));
-            engine.nack(settings.queue, &[receipt], delay.as_millis() as u64, reason, now).await?
-        }
-        Verdict::Dead { reason } => engine.bury(settings.queue, &[receipt], reason, now).await?,
-    };
-    Ok(nack_outcome(result.first().copied().unwrap_or(NackResult::LeaseLost)))
+/// When a failed delivery goes out again: the handler's `Retry-After`, else the default backoff.
+pub fn retry_delay(delivery: &Delivery, after: Option<Duration>) -> Duration {
+    after.unwrap_or_else(|| backoff::delay(delivery.attempts))
 }
 
 pub fn nack_outcome(result: NackResult) -> DeliveryOutcome {

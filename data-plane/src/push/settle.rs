@@ -1,9 +1,9 @@
 //! Message mode's settlements, many per script call. Each delivery still gets its own POST, its
 //! own verdict and its own log line; what is shared is the trip to Redis afterwards: one settler
 //! task per dispatcher takes every answer that arrived while it was busy and acknowledges them in
-//! one `ack` script call (with each lease's hint, so the script reads no entry), then writes their
-//! log lines in one pipeline. Retries and dead letters, rarer and each with its own delay or reason,
-//! go one script call each, as before.
+//! one `ack` script call (with each lease's hint, so the script reads no entry), returns its
+//! retries in one `nack` call per reason (each message with its own backoff) and dead-letters the
+//! refused ones in one call per reason, then writes their log lines in one pipeline.
 //!
 //! A delivery keeps its share of the dispatcher's outstanding bound until it is settled, so a
 //! settler that falls behind stops the leasing; it is settled inside its lease (the lease margin
@@ -12,15 +12,16 @@
 
 use super::deliver::Attempt;
 use super::log;
-use super::message::{apply, receipt, record};
+use super::message::{nack_outcome, receipt, record, retry_delay};
 use super::outcome::Verdict;
 use super::settings::PushSettings;
 use crate::state::DataPlane;
 use aqs_core::push::{DeliveryOutcome, DeliveryRecord, LOG_LEN};
-use aqs_core::receipt::AckHint;
+use aqs_core::receipt::{AckHint, Receipt};
 use aqs_core::time::now_ms;
 use aqs_engine::Delivery;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
 /// Most answers settled in one round: bounds one ack script's arguments.
@@ -84,15 +85,7 @@ pub async fn settle_round(state: &DataPlane, settings: &PushSettings, round: &[S
             ),
         }
     }
-    for (i, s) in round.iter().enumerate().filter(|(_, s)| s.verdict != Verdict::Ack) {
-        match apply(state, settings, &s.delivery, &s.verdict).await {
-            Ok(outcome) => outcomes[i] = Some(outcome),
-            Err(err) => tracing::warn!(
-                error = %err, queue = %settings.queue, message = %s.delivery.message,
-                "cannot settle a push delivery"
-            ),
-        }
-    }
+    settle_failures(state, settings, round, &mut outcomes).await;
     // Only the newest `LOG_LEN` lines would survive the log's trim: build no others.
     let mut records: Vec<DeliveryRecord> = round
         .iter()
@@ -106,4 +99,57 @@ pub async fn settle_round(state: &DataPlane, settings: &PushSettings, round: &[S
         .collect();
     records.reverse();
     log::record_all(state, settings.queue, &records).await;
+}
+
+/// Failed deliveries of a round that share what one script call takes once: retried or
+/// dead-lettered, and the reason. Each member is a delivery's index in the round and, for a retry,
+/// its own delay.
+struct Failures<'a> {
+    dead: bool,
+    reason: &'a str,
+    members: Vec<(usize, u64)>,
+}
+
+/// Applies the round's retries (one `nack_each` per reason, each message with its own backoff) and
+/// dead letters (one `bury` per reason).
+async fn settle_failures(
+    state: &DataPlane,
+    settings: &PushSettings,
+    round: &[Settlement],
+    outcomes: &mut [Option<DeliveryOutcome>],
+) {
+    let mut groups: Vec<Failures> = Vec::new();
+    for (i, s) in round.iter().enumerate() {
+        let (dead, reason, delay) = match &s.verdict {
+            Verdict::Ack => continue,
+            Verdict::Retry { after, reason } => (false, reason.as_str(), retry_delay(&s.delivery, *after)),
+            Verdict::Dead { reason } => (true, reason.as_str(), Duration::ZERO),
+        };
+        let member = (i, delay.as_millis() as u64);
+        match groups.iter_mut().find(|g| g.dead == dead && g.reason == reason) {
+            Some(group) => group.members.push(member),
+            None => groups.push(Failures { dead, reason, members: vec![member] }),
+        }
+    }
+    let now = now_ms();
+    for group in groups {
+        let receipts = group.members.iter().map(|&(i, delay)| (receipt(settings, &round[i].delivery), delay));
+        let settled = if group.dead {
+            let receipts: Vec<Receipt> = receipts.map(|(receipt, _)| receipt).collect();
+            state.engine.bury(settings.queue, &receipts, group.reason, now).await
+        } else {
+            state.engine.nack_each(settings.queue, &receipts.collect::<Vec<_>>(), group.reason, now).await
+        };
+        match settled {
+            Ok(results) => {
+                for (&(i, _), result) in group.members.iter().zip(results) {
+                    outcomes[i] = Some(nack_outcome(result));
+                }
+            }
+            Err(err) => tracing::warn!(
+                error = %err, queue = %settings.queue, deliveries = group.members.len(),
+                "cannot settle failed push deliveries; their leases will run out"
+            ),
+        }
+    }
 }

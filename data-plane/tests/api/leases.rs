@@ -81,6 +81,35 @@ async fn a_nack_returns_the_message_after_its_delay() {
 }
 
 #[tokio::test]
+async fn nack_each_returns_each_message_after_its_own_delay() {
+    let app = spawn_app().await;
+    let queue = app.queue().await;
+    let soon = app.publish_text(&queue, "soon").await;
+    let later = app.publish_text(&queue, "later").await;
+    let (engine, t0) = (&app.state.engine, now_ms());
+    let (leased_now, ..) = leased(engine, queue.id, 0, t0).await;
+    let receipt_of = |body: &str| {
+        let d = leased_now.iter().find(|d| d.body == body.as_bytes()).unwrap();
+        d.receipt(queue.id, t0 + 30_000)
+    };
+    let retries = [(receipt_of("soon"), 1000), (receipt_of("later"), 3000)];
+    let nacked = engine.nack_each(queue.id, &retries, "handler down", t0).await.unwrap();
+    assert_eq!(nacked, vec![NackResult::Returned, NackResult::Returned]);
+    let (first, _, next_due_ms) = leased(engine, queue.id, 0, t0 + 1000).await;
+    assert_eq!(first.iter().map(|d| d.message.to_string()).collect::<Vec<_>>(), [soon]);
+    assert_eq!(next_due_ms, Some(t0 + 3000), "the other is due at its own delay");
+    assert!(leased(engine, queue.id, 0, t0 + 2999).await.0.is_empty(), "not before its own delay");
+    let (second, ..) = leased(engine, queue.id, 0, t0 + 3000).await;
+    assert_eq!(second.iter().map(|d| d.message.to_string()).collect::<Vec<_>>(), [later]);
+    assert_eq!(second[0].attempts, 2);
+    // A receipt nacked twice is refused the second time.
+    assert_eq!(
+        engine.nack_each(queue.id, &retries[..1], "again", t0 + 3001).await.unwrap(),
+        vec![NackResult::LeaseLost]
+    );
+}
+
+#[tokio::test]
 async fn a_receipt_of_another_queue_is_invalid() {
     let app = spawn_app().await;
     let queue = app.queue().await;
