@@ -63,12 +63,8 @@ impl Engine {
         error: &str,
         now_ms: u64,
     ) -> StorageResult<Vec<NackResult>> {
-        let mut inv = self.invocation(&self.scripts.nack, queue);
-        inv.arg(now_ms).arg(utc_day(now_ms)).arg(delay_ms).arg(error).arg(receipts.len());
-        for receipt in receipts {
-            inv.arg(receipt.stream_id.to_string()).arg(receipt.message.to_string()).arg(receipt.delivery);
-        }
-        nack_results("nack.lua", ints(self.run(&inv).await?)?)
+        let retries: Vec<(Receipt, u64)> = receipts.iter().map(|receipt| (receipt.clone(), delay_ms)).collect();
+        self.nack_each(queue, &retries, error, now_ms).await
     }
 
     /// [`nack`](Self::nack) with a delay of its own for each receipt (`(receipt, delay_ms)`): many
@@ -81,7 +77,7 @@ impl Engine {
         now_ms: u64,
     ) -> StorageResult<Vec<NackResult>> {
         let mut inv = self.invocation(&self.scripts.nack, queue);
-        inv.arg(now_ms).arg(utc_day(now_ms)).arg("each").arg(error).arg(retries.len());
+        inv.arg(now_ms).arg(utc_day(now_ms)).arg(error).arg(retries.len());
         for (receipt, delay_ms) in retries {
             inv.arg(receipt.stream_id.to_string()).arg(receipt.message.to_string()).arg(receipt.delivery);
             inv.arg(*delay_ms);

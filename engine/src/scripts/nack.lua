@@ -2,23 +2,19 @@
 -- their last attempt.
 -- KEYS: the standard queue keys (common.lua), then the token's rate bucket when charged (rate.lua:
 --       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
--- ARGV: now_ms, utc_day, delay ms (or 'each': every receipt carries its own), error ('' = none),
---       count, then per receipt 3 values: stream id, message id, delivery number, and a fourth,
---       its delay ms, when the delay is 'each' (a push dispatcher's retries, each with its own
---       backoff, in one call).
+-- ARGV: now_ms, utc_day, error ('' = none), count, then per receipt 4 values: stream id, message
+--       id, delivery number, delay ms (a consumer's nack gives every receipt the same delay; a push
+--       dispatcher's retries each have their own backoff).
 -- Returns one integer per receipt: 1 returned to the queue, 2 dead-lettered, 0 lease lost.
 local refused = rate_refused() if refused then return refused end
-local now, err, count = tonumber(ARGV[1]), ARGV[4], tonumber(ARGV[5])
-local each = ARGV[3] == 'each'
-local stride = each and 4 or 3
+local now, err, count = tonumber(ARGV[1]), ARGV[3], tonumber(ARGV[4])
 local meta = read_meta()
 local max_attempts = meta and meta.max_attempts or 1
 local out, returned, dead = {}, 0, 0
 local has_stream = redis.call('EXISTS', K_STREAM) == 1
 for i = 0, count - 1 do
-  local at = 6 + i * stride
-  local sid, mid, delivery = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2])
-  local delay = tonumber(each and ARGV[at + 3] or ARGV[3])
+  local at = 5 + i * 4
+  local sid, mid, delivery, delay = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
   local e = has_stream and current_entry(K_STREAM, K_BACKOFF, sid, mid, delivery)
   if not e then
     out[#out + 1] = 0
