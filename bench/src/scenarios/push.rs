@@ -207,17 +207,24 @@ impl Push<'_> {
         Ok(KeptFull { measured, rate, note })
     }
 
+    /// A queue of `lane` pushed in message mode to the handler's `lane` path, with one token per
+    /// connection, once its dispatcher runs (a first message has reached the handler).
+    async fn pushing_single(&mut self, lane: &str, connections: usize) -> anyhow::Result<BenchQueue> {
+        let queue = self.queue(lane, connections).await?;
+        let url = format!("{}/{lane}", self.handler.base_url);
+        self.operator.start(&queue.slug, &url, Mode::Message { concurrency: CONCURRENCY }).await?;
+        queue.client(&self.ctx.target, 0).publish(aqs_client::NewMessage::raw_json(sample_body())).await?;
+        push_load::wait_for_first(&self.handler.counters, lane, 1).await?;
+        Ok(queue)
+    }
+
     /// The rate at which single publishes back to back over the latency row's connections reach
     /// the handler: the peak of the path whose latency that row times.
     async fn single_peak(&mut self) -> anyhow::Result<f64> {
         let s = self.ctx.scale.clone();
         let lane = "latency-peak";
-        let queue = self.queue(lane, s.single_connections).await?;
-        let url = format!("{}/{lane}", self.handler.base_url);
-        self.operator.start(&queue.slug, &url, Mode::Message { concurrency: CONCURRENCY }).await?;
+        let queue = self.pushing_single(lane, s.single_connections).await?;
         let counters = &self.handler.counters;
-        queue.client(&self.ctx.target, 0).publish(aqs_client::NewMessage::raw_json(sample_body())).await?;
-        push_load::wait_for_first(counters, lane, 1).await?;
         progress(&format!("aqs: push latency path's peak, single publishes back to back, {:?}", s.push));
         let window = Window::after(s.warmup, s.push);
         let run =
@@ -237,13 +244,8 @@ impl Push<'_> {
         let s = self.ctx.scale.clone();
         let lane = scenario;
         let conns = s.single_connections;
-        let queue = self.queue(lane, conns).await?;
-        let url = format!("{}/{lane}", self.handler.base_url);
-        self.operator.start(&queue.slug, &url, Mode::Message { concurrency: CONCURRENCY }).await?;
+        let queue = self.pushing_single(lane, conns).await?;
         let counters = &self.handler.counters;
-        // One message first: the dispatcher is running once it arrives.
-        queue.client(&self.ctx.target, 0).publish(aqs_client::NewMessage::raw_json(sample_body())).await?;
-        push_load::wait_for_first(counters, lane, 1).await?;
         progress(&format!("aqs: push latency at {rate:.0}/s, {:?}", s.push));
         let run = push_load::open_loop(&self.ctx.target, &queue, counters, lane, conns, rate, s.push).await;
         let stopped = self.operator.stop(&queue.slug).await;

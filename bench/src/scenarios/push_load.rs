@@ -1,6 +1,7 @@
 //! The loads of the push scenarios (`push`): a queue kept full while the service pushes it to
 //! the bench's handler, single publishes back to back (the latency path's peak), and single
-//! publishes on an open-loop schedule whose trip to the handler is timed. Each reads its figures from the handler's counters for its own lane.
+//! publishes on an open-loop schedule whose trip to the handler is timed. Each reads its figures
+//! from the handler's counters for its own lane.
 
 use super::consume_ack::prefill;
 use super::progress;
