@@ -105,6 +105,12 @@ impl Keys {
         format!("{}:slug:*", self.ns)
     }
 
+    /// The start of the names of `replica`'s replica-ack markers; each marker adds the hash tag of
+    /// the writes it covers (`aqs_engine::replication`).
+    pub fn replica_mark_prefix(&self, replica: &str) -> String {
+        format!("{}:replica-mark:{replica}:", self.ns)
+    }
+
     pub fn queues(&self) -> String {
         format!("{}:queues", self.ns)
     }

@@ -145,8 +145,8 @@ impl RedisConn {
         }
     }
 
-    /// Redis `WAIT replicas timeout` on the connection that carried the writes to `key`'s slot:
-    /// how many replicas of that primary have every write this process sent it so far.
+    /// Redis `WAIT replicas timeout` on this connection, to the node owning `key`'s slot: how many
+    /// replicas of that primary have every write this connection sent it so far.
     pub async fn wait_for_replicas(&mut self, key: &str, replicas: u32, timeout: Duration) -> redis::RedisResult<u32> {
         let mut cmd = redis::cmd("WAIT");
         cmd.arg(replicas).arg(timeout.as_millis() as u64);

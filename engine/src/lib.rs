@@ -190,7 +190,7 @@ impl Engine {
             replica: MessageId::new().to_string().into(),
             charge: None,
             slices: Arc::default(),
-            acks: Arc::new(ReplicaAcks::new(0, std::time::Duration::from_secs(1))),
+            acks: Arc::new(ReplicaAcks::off()),
             waiters: Waiters::default(),
         }
     }
@@ -198,8 +198,10 @@ impl Engine {
     /// The engine a process runs: the configured namespace, and replica acks as configured.
     pub fn from_config(conn: RedisConn, config: &aqs_core::config::Config) -> Self {
         let timeout = std::time::Duration::from_millis(config.redis_replica_ack_timeout_ms);
-        Self::new(conn, Keys::new(&config.redis_namespace))
-            .with_replica_acks(ReplicaAcks::new(config.redis_replica_acks, timeout))
+        let engine = Self::new(conn, Keys::new(&config.redis_namespace));
+        let options = aqs_core::redis_conn::RedisOptions::from_config(config);
+        let markers = engine.keys.replica_mark_prefix(&engine.replica);
+        engine.with_replica_acks(ReplicaAcks::new(config.redis_replica_acks, timeout, options, markers))
     }
 
     /// [`Engine::from_config`] with its scripts loaded ([`Engine::load_scripts`]).

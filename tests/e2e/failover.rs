@@ -211,7 +211,7 @@ async fn run_load(tenant: Tenant, fail_after: Duration, load: Duration, fail: im
 }
 
 /// How many bytes of replication stream `primary` has that its replica has not confirmed.
-fn replication_lag(primary: &Redis) -> u64 {
+pub(super) fn replication_lag(primary: &Redis) -> u64 {
     let Ok(mut conn) = redis::Client::open(primary.url()).unwrap().get_connection() else { return 0 };
     let info: String = redis::cmd("INFO").arg("replication").query(&mut conn).unwrap_or_default();
     let field = |name: &str| info.lines().find_map(|l| l.strip_prefix(name)).map(str::trim).map(str::to_owned);
@@ -236,22 +236,27 @@ async fn kill_while_behind(primary: &mut Redis, replica: &Redis) {
 
 /// Stops replication for [`REPLICA_SLEEP_S`] (in the background) and lets the primary run on.
 fn put_to_sleep(replica: &Redis) {
+    put_to_sleep_for(replica, REPLICA_SLEEP_S);
+}
+
+/// Stops replication for `seconds` (in the background) and lets the primary run on.
+pub(super) fn put_to_sleep_for(replica: &Redis, seconds: u32) {
     let url = replica.url();
     std::thread::spawn(move || {
         let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
-        let _woke: redis::RedisResult<()> = redis::cmd("DEBUG").arg("SLEEP").arg(REPLICA_SLEEP_S).query(&mut conn);
+        let _woke: redis::RedisResult<()> = redis::cmd("DEBUG").arg("SLEEP").arg(seconds).query(&mut conn);
     });
     std::thread::sleep(Duration::from_millis(100));
 }
 
 /// What every server of these runs adds: `DEBUG SLEEP` allowed from loopback, and a replica's
 /// first sync started at once (not after the default 5 s wait for more replicas).
-fn test_settings() -> [&'static str; 4] {
+pub(super) fn test_settings() -> [&'static str; 4] {
     ["--enable-debug-command", "local", "--repl-diskless-sync-delay", "0"]
 }
 
 /// Whether `replica` has finished its first sync and streams from its primary.
-fn in_sync(replica: &Redis) -> bool {
+pub(super) fn in_sync(replica: &Redis) -> bool {
     let Ok(mut conn) = redis::Client::open(replica.url()).unwrap().get_connection() else { return false };
     let info: String = redis::cmd("INFO").arg("replication").query(&mut conn).unwrap_or_default();
     info.contains("master_link_status:up") && !info.contains("master_sync_in_progress:1")
@@ -343,7 +348,7 @@ impl Drop for Sentinels {
 }
 
 /// Waits for `check`, failing after `within`.
-async fn until(what: &str, within: Duration, mut check: impl FnMut() -> bool) {
+pub(super) async fn until(what: &str, within: Duration, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + within;
     while !check() {
         assert!(Instant::now() < deadline, "{what} did not happen within {within:?}");

@@ -18,6 +18,7 @@ mod production;
 mod push;
 mod readme;
 mod reliability;
+mod replica_acks;
 mod roles;
 mod startup;
 mod tls;
