@@ -52,6 +52,8 @@ pub struct Options {
     /// A data-plane process on the same Redis with `AQS_REDIS_REPLICA_ACKS=1`, and an empty Redis
     /// the `replica_acks` group attaches as a replica for its windows; without both it is skipped.
     pub acks_url: Option<String>,
+    /// That process's pid, stopped once the group is done.
+    pub acks_pid: Option<u32>,
     pub replica_redis_url: Option<String>,
 }
 
@@ -138,6 +140,7 @@ pub async fn smoke(base_url: &str, redis_url: &str, aqs_pid: u32) -> anyhow::Res
         scale: Scale::smoke(),
         only: Vec::new(),
         acks_url: None,
+        acks_pid: None,
         replica_redis_url: None,
     };
     let results = run(&options).await;

@@ -70,6 +70,10 @@ enum Command {
         /// A data-plane `aqs` with AQS_REDIS_REPLICA_ACKS=1 on the same Redis (replica_acks).
         #[arg(long, requires = "replica_redis")]
         acks_url: Option<String>,
+        /// That process's pid: replica_acks stops it when done, so that it takes no part in the
+        /// later groups (its push dispatchers would lease messages it cannot confirm).
+        #[arg(long, requires = "acks_url")]
+        acks_pid: Option<u32>,
         /// An empty Redis that replica_acks attaches as a replica of --redis for its windows.
         #[arg(long, requires = "acks_url")]
         replica_redis: Option<String>,
@@ -122,6 +126,7 @@ fn main() -> anyhow::Result<()> {
             smoke,
             only,
             acks_url,
+            acks_pid,
             replica_redis,
             client_threads,
         } => {
@@ -147,6 +152,7 @@ fn main() -> anyhow::Result<()> {
                 scale,
                 only,
                 acks_url,
+                acks_pid,
                 replica_redis_url: replica_redis,
             };
             let runtime =

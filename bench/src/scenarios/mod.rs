@@ -38,6 +38,7 @@ pub struct Ctx {
     /// The data-plane process with replica acks, and the Redis to attach as a replica
     /// (`replica_acks`).
     pub acks: Option<Target>,
+    pub acks_pid: Option<u32>,
     pub replica_redis_url: Option<String>,
 }
 
@@ -64,6 +65,7 @@ impl Ctx {
             peak_single: None,
             aqs: SideFigures::default(),
             acks,
+            acks_pid: options.acks_pid,
             replica_redis_url: options.replica_redis_url.clone(),
         })
     }

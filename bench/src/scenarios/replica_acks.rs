@@ -5,7 +5,10 @@
 //! `infra/bench` starts the second process and an empty Redis; this scenario makes that Redis a
 //! replica of the main one for its own windows only (`REPLICAOF`, then `REPLICAOF NO ONE`), so the
 //! other scenarios run without the cost of feeding a replica. Without them (`--acks-url`,
-//! `--replica-redis`) the group is skipped.
+//! `--replica-redis`) the group is skipped. Once the replica is detached, the second process is
+//! stopped (`--acks-pid`): it runs push dispatchers like any data-plane process, and with no
+//! replica left it would lease the push scenarios' messages and hold them, unconfirmed, until
+//! their leases ran out.
 
 use super::{Ctx, progress};
 use crate::api::sample_body;
@@ -27,6 +30,11 @@ pub async fn run(ctx: &mut Ctx) -> Vec<ScenarioResult> {
     };
     if let Err(err) = detach(&replica).await {
         progress(&format!("replica acks: could not detach the replica: {err:#}"));
+    }
+    if let Some(pid) = ctx.acks_pid
+        && let Err(err) = stop(pid).await
+    {
+        progress(&format!("replica acks: could not stop the process with replica acks: {err:#}"));
     }
     rows.unwrap_or_else(|err| vec![ScenarioResult::failed("publish_single_replica_acks", "msgs/s", &err)])
 }
@@ -153,4 +161,21 @@ async fn detach(replica: &str) -> anyhow::Result<()> {
     redis::cmd("REPLICAOF").arg("NO").arg("ONE").query_async::<()>(&mut conn).await?;
     redis::cmd("FLUSHALL").query_async::<()>(&mut conn).await?;
     Ok(())
+}
+
+/// Sends `pid` SIGTERM and waits until it has exited (gone, or a zombie its parent has yet to reap).
+async fn stop(pid: u32) -> anyhow::Result<()> {
+    let status = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status()?;
+    anyhow::ensure!(status.success(), "kill -TERM {pid}: {status}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // The state is the field after the command name, which ends at the last ')'.
+        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+        if matches!(state, None | Some("Z" | "X")) {
+            return Ok(());
+        }
+        anyhow::ensure!(Instant::now() < deadline, "{pid} still runs 30 s after SIGTERM");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
