@@ -5,19 +5,39 @@
 use crate::harness::{Redis, free_port, fresh_database};
 use std::process::{Child, Command, Stdio};
 
-/// `aqs serve` with exactly these settings (nothing inherited from the `AQS_…` environment).
-fn serve(port: u16, envs: &[(&str, &str)]) -> Child {
-    crate::harness::serve_alone(port, envs.iter().copied(), Stdio::inherit())
-}
-
-/// Waits until `request` is answered with `status`; fails if the process exits first.
-async fn until_status(request: impl Fn() -> reqwest::RequestBuilder, status: u16, child: &mut Child) {
-    aqs_testkit::eventually(&format!("an answer {status}"), || {
-        assert!(child.try_wait().unwrap().is_none(), "aqs serve exited");
-        let sent = request().send();
-        async move { matches!(sent.await, Ok(r) if r.status().as_u16() == status) }
-    })
-    .await;
+/// `aqs serve` with exactly these settings (nothing inherited from the `AQS_…` environment), once
+/// it answers the request `request` builds for its base URL with `status`. A port found free can
+/// be taken before `aqs serve` binds it (ephemeral ports of any process's outgoing connections come
+/// from the same range), and then it exits at once: such a start is tried again on another port.
+async fn serve_until(
+    envs: &[(&str, &str)],
+    request: impl Fn(&str) -> reqwest::RequestBuilder,
+    status: u16,
+) -> (Stop, String) {
+    let mut exits = Vec::new();
+    for port in std::iter::repeat_with(free_port).take(4) {
+        let mut child = Stop(crate::harness::serve_alone(port, envs.iter().copied(), Stdio::inherit()));
+        let base = format!("http://127.0.0.1:{port}");
+        let answered = aqs_testkit::eventually_some(&format!("an answer {status} or an exit"), || {
+            let exited = child.0.try_wait().unwrap();
+            let sent = exited.is_none().then(|| request(&base).send());
+            async move {
+                match (exited, sent) {
+                    (Some(exit), _) => Some(Err(exit)),
+                    (None, Some(sent)) => {
+                        matches!(sent.await, Ok(r) if r.status().as_u16() == status).then_some(Ok(()))
+                    }
+                    (None, None) => None,
+                }
+            }
+        })
+        .await;
+        match answered {
+            Ok(()) => return (child, base),
+            Err(exit) => exits.push((port, exit)),
+        }
+    }
+    panic!("aqs serve exited on every port it was given: {exits:?}");
 }
 
 struct Stop(Child);
@@ -32,18 +52,13 @@ impl Drop for Stop {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_data_role_runs_without_postgres_or_the_session_secret() {
     let redis = Redis::start("everysec");
-    let port = free_port();
-    let child = serve(
-        port,
-        &[
-            ("AQS_ROLES", "data"),
-            ("AQS_REDIS_URL", &redis.url()),
-            ("AQS_RECEIPT_SECRET", "roles-receipt-secret-0123456789abcdefgh"),
-        ],
-    );
-    let mut child = Stop(child);
-    let health = format!("http://127.0.0.1:{port}/queue/v1/health");
-    until_status(|| reqwest::Client::new().get(&health), 200, &mut child.0).await;
+    let envs = [
+        ("AQS_ROLES", "data"),
+        ("AQS_REDIS_URL", &redis.url()),
+        ("AQS_RECEIPT_SECRET", "roles-receipt-secret-0123456789abcdefgh"),
+    ];
+    // Served with neither PostgreSQL nor the session secret: it would have exited without them.
+    serve_until(&envs, |base| reqwest::Client::new().get(format!("{base}/queue/v1/health")), 200).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -63,7 +78,6 @@ async fn a_console_only_process_does_not_resync_the_projection() {
     let mut conn = redis::Client::open(redis.url()).unwrap().get_connection().unwrap();
     redis::cmd("SET").arg(&stale).arg("00000000000000000000000000000000").query::<()>(&mut conn).unwrap();
 
-    let port = free_port();
     let common = [
         ("AQS_REDIS_URL", redis.url()),
         ("AQS_DATABASE_URL", database.clone()),
@@ -72,22 +86,19 @@ async fn a_console_only_process_does_not_resync_the_projection() {
     ];
     let mut envs: Vec<(&str, &str)> = common.iter().map(|(k, v)| (*k, v.as_str())).collect();
     envs.push(("AQS_ROLES", "console"));
-    let mut console = Stop(serve(port, &envs));
     // Served once PostgreSQL was reached; no receipt secret was needed.
-    let login = format!("http://127.0.0.1:{port}/login");
-    until_status(|| reqwest::Client::new().get(&login), 200, &mut console.0).await;
+    let (console, _) = serve_until(&envs, |base| reqwest::Client::new().get(format!("{base}/login")), 200).await;
     let exists: bool = redis::cmd("EXISTS").arg(&stale).query(&mut conn).unwrap();
     assert!(exists, "the console-only process left the projection alone");
     drop(console);
 
     // The control role does re-sync it before serving.
-    let port = free_port();
     envs.pop();
     envs.push(("AQS_ROLES", "control"));
-    let mut control = Stop(serve(port, &envs));
-    let signup = format!("http://127.0.0.1:{port}/api/v1/auth/signup");
     // Before PostgreSQL is reached (and the projection re-synced) this is a 503; then 400.
-    until_status(|| reqwest::Client::new().post(&signup).json(&serde_json::json!({})), 400, &mut control.0).await;
+    let signup =
+        |base: &str| reqwest::Client::new().post(format!("{base}/api/v1/auth/signup")).json(&serde_json::json!({}));
+    let _control = serve_until(&envs, signup, 400).await;
     let exists: bool = redis::cmd("EXISTS").arg(&stale).query(&mut conn).unwrap();
     assert!(!exists, "the control role's start-up re-sync removed the stale slug");
 }
