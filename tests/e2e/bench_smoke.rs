@@ -44,6 +44,8 @@ async fn every_bench_scenario_runs_against_the_service() {
             assert!(row.baseline_value.is_some(), "{expected} has no {peer} figure: {row:?}");
         }
     }
+    let p50 = results.iter().find(|r| r.scenario == "end_to_end_p50_vs_jetstream");
+    assert!(p50.is_some_and(|r| r.baseline_value.is_some()), "no end-to-end p50 beside JetStream's: {p50:?}");
     for result in &results {
         assert!(result.error.is_none(), "{} failed: {:?}", result.scenario, result.error);
         assert!(

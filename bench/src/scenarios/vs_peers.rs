@@ -12,6 +12,7 @@ pub async fn rabbitmq(ctx: &mut Ctx) -> Vec<ScenarioResult> {
         key: "rabbitmq",
         label: "rabbitmq quorum queue",
         settings: rabbitmq::describe(rabbitmq_node::version().as_deref()),
+        targets: compare::RABBITMQ,
     };
     progress("rabbitmq: starting a private node");
     let mut side = match rabbitmq::RabbitmqSide::start().await {
@@ -31,6 +32,7 @@ pub async fn jetstream(ctx: &mut Ctx) -> Vec<ScenarioResult> {
         key: "jetstream",
         label: "jetstream file stream",
         settings: nats::describe(nats_server::version().as_deref()),
+        targets: compare::JETSTREAM,
     };
     progress("jetstream: starting a private nats-server");
     let mut side = match nats::NatsSide::start().await {
