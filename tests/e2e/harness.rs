@@ -146,6 +146,29 @@ pub fn serve_alone<K: AsRef<std::ffi::OsStr>, V: AsRef<std::ffi::OsStr>>(
     cmd.envs(envs).stdin(Stdio::null()).stdout(stdout).spawn().unwrap()
 }
 
+/// Waits until `child` answers `request` with a status `accepted` takes (`Ok`), or exits (`Err`,
+/// how). Each request is bounded: whatever holds the port may accept and never answer.
+pub async fn answered_or_exited(
+    child: &mut Child,
+    what: &str,
+    request: impl Fn() -> reqwest::RequestBuilder,
+    accepted: impl Fn(reqwest::StatusCode) -> bool,
+) -> Result<(), std::process::ExitStatus> {
+    let accepted = &accepted;
+    aqs_testkit::eventually_some(what, || {
+        let exited = child.try_wait().ok().flatten();
+        let sent = exited.is_none().then(|| request().timeout(Duration::from_secs(2)).send());
+        async move {
+            match (exited, sent) {
+                (Some(status), _) => Some(Err(status)),
+                (None, Some(sent)) => sent.await.is_ok_and(|response| accepted(response.status())).then_some(Ok(())),
+                (None, None) => None,
+            }
+        }
+    })
+    .await
+}
+
 /// A fresh database on the test PostgreSQL server, migrated by `aqs migrate`.
 pub async fn fresh_database() -> String {
     let base = aqs_testkit::database_url();
@@ -248,25 +271,13 @@ impl Server {
     async fn try_restart(&mut self) -> Result<(), std::process::ExitStatus> {
         let child =
             Command::new(env!("CARGO_BIN_EXE_aqs")).arg("serve").envs(self.env.iter().cloned()).spawn().unwrap();
-        // A bounded wait per check: whatever holds the port may accept and never answer.
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().unwrap();
+        let http = reqwest::Client::new();
         let health = format!("{}/queue/v1/health", self.base());
         // Kept in `self` while it is waited for: a test that fails here still kills it on drop.
         let child = self.child.insert(child);
-        let started = aqs_testkit::eventually_some("aqs serve answers /queue/v1/health", || {
-            let exited = child.try_wait().ok().flatten();
-            let request = exited.is_none().then(|| http.get(&health).send());
-            async move {
-                match (exited, request) {
-                    (Some(status), _) => Some(Err(status)),
-                    (None, Some(request)) => {
-                        request.await.is_ok_and(|response| response.status().is_success()).then_some(Ok(()))
-                    }
-                    (None, None) => None,
-                }
-            }
-        })
-        .await;
+        let started =
+            answered_or_exited(child, "aqs serve answers /queue/v1/health", || http.get(&health), |s| s.is_success())
+                .await;
         if started.is_err() {
             self.child = None;
         }

@@ -2,38 +2,23 @@
 //! a console-only process reads PostgreSQL and Redis but neither re-syncs the projection (the
 //! control role's duty) nor asks for the receipt secret.
 
-use crate::harness::{Redis, free_port, fresh_database};
+use crate::harness::{Redis, answered_or_exited, free_port, fresh_database};
 use std::process::{Child, Command, Stdio};
 
 /// `aqs serve` with exactly these settings (nothing inherited from the `AQS_…` environment), once
 /// it answers the request `request` builds for its base URL with `status`. A port found free can
 /// be taken before `aqs serve` binds it (ephemeral ports of any process's outgoing connections come
 /// from the same range), and then it exits at once: such a start is tried again on another port.
-async fn serve_until(
-    envs: &[(&str, &str)],
-    request: impl Fn(&str) -> reqwest::RequestBuilder,
-    status: u16,
-) -> (Stop, String) {
+async fn serve_until(envs: &[(&str, &str)], request: impl Fn(&str) -> reqwest::RequestBuilder, status: u16) -> Stop {
     let mut exits = Vec::new();
     for port in std::iter::repeat_with(free_port).take(4) {
         let mut child = Stop(crate::harness::serve_alone(port, envs.iter().copied(), Stdio::inherit()));
         let base = format!("http://127.0.0.1:{port}");
-        let answered = aqs_testkit::eventually_some(&format!("an answer {status} or an exit"), || {
-            let exited = child.0.try_wait().unwrap();
-            let sent = exited.is_none().then(|| request(&base).send());
-            async move {
-                match (exited, sent) {
-                    (Some(exit), _) => Some(Err(exit)),
-                    (None, Some(sent)) => {
-                        matches!(sent.await, Ok(r) if r.status().as_u16() == status).then_some(Ok(()))
-                    }
-                    (None, None) => None,
-                }
-            }
-        })
-        .await;
+        let what = format!("an answer {status} or an exit");
+        let answered =
+            answered_or_exited(&mut child.0, &what, || request(&base), |answer| answer.as_u16() == status).await;
         match answered {
-            Ok(()) => return (child, base),
+            Ok(()) => return child,
             Err(exit) => exits.push((port, exit)),
         }
     }
@@ -87,7 +72,7 @@ async fn a_console_only_process_does_not_resync_the_projection() {
     let mut envs: Vec<(&str, &str)> = common.iter().map(|(k, v)| (*k, v.as_str())).collect();
     envs.push(("AQS_ROLES", "console"));
     // Served once PostgreSQL was reached; no receipt secret was needed.
-    let (console, _) = serve_until(&envs, |base| reqwest::Client::new().get(format!("{base}/login")), 200).await;
+    let console = serve_until(&envs, |base| reqwest::Client::new().get(format!("{base}/login")), 200).await;
     let exists: bool = redis::cmd("EXISTS").arg(&stale).query(&mut conn).unwrap();
     assert!(exists, "the console-only process left the projection alone");
     drop(console);
