@@ -1,4 +1,4 @@
-//! Resident memory of a process, from `/proc/<pid>/status` (Linux).
+//! Resident memory of a process, and whether it still runs, from `/proc/<pid>/status` (Linux).
 
 use anyhow::Context;
 
@@ -6,6 +6,13 @@ use anyhow::Context;
 pub fn rss_bytes(pid: u32) -> anyhow::Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).with_context(|| format!("no process {pid}"))?;
     parse_kib(&status, "VmRSS:").map(|kib| kib * 1024).context("no VmRSS in /proc/<pid>/status")
+}
+
+/// Whether `pid` has exited: gone, or a zombie its parent has yet to reap.
+pub fn has_exited(pid: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let state = status.lines().find_map(|l| l.strip_prefix("State:")).and_then(|s| s.split_whitespace().next());
+    matches!(state, None | Some("Z" | "X"))
 }
 
 /// `Name:   1234 kB` → 1234.
@@ -22,5 +29,14 @@ mod tests {
         let status = "Name:\taqs\nVmHWM:\t  90000 kB\nVmRSS:\t   81234 kB\nThreads:\t3\n";
         assert_eq!(parse_kib(status, "VmRSS:"), Some(81234));
         assert!(rss_bytes(std::process::id()).unwrap() > 0);
+    }
+
+    #[test]
+    fn a_running_process_has_not_exited_and_a_reaped_one_has() {
+        assert!(!has_exited(std::process::id()));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(has_exited(pid));
     }
 }

@@ -85,9 +85,9 @@ fn register(group: u32, running: bool) {
 }
 
 /// `kill -SIGNAL -- PID`; a negative pid is a process group. Through kill(1): the workspace
-/// forbids unsafe code, and this runs twice per server. Its failure (ESRCH: already gone, the
+/// forbids unsafe code, and this runs a few times per run. Its failure (ESRCH: already gone, the
 /// expected outcome of the final SIGKILL) is not an error here.
-fn signal(pid: &str, signal: &str) {
+pub fn signal(pid: &str, signal: &str) {
     let status = Command::new("kill")
         .args([&format!("-{signal}"), "--", pid])
         .stdout(Stdio::null())

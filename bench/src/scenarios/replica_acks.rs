@@ -163,19 +163,13 @@ async fn detach(replica: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Sends `pid` SIGTERM and waits until it has exited (gone, or a zombie its parent has yet to reap).
+/// Sends `pid` SIGTERM and waits until it has exited.
 async fn stop(pid: u32) -> anyhow::Result<()> {
-    let status = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status()?;
-    anyhow::ensure!(status.success(), "kill -TERM {pid}: {status}");
+    crate::peers::process::signal(&pid.to_string(), "TERM");
     let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        // The state is the field after the command name, which ends at the last ')'.
-        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
-        if matches!(state, None | Some("Z" | "X")) {
-            return Ok(());
-        }
+    while !crate::proc_status::has_exited(pid) {
         anyhow::ensure!(Instant::now() < deadline, "{pid} still runs 30 s after SIGTERM");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    Ok(())
 }
