@@ -187,3 +187,28 @@ async fn the_harness_starts_redis_on_another_port_when_its_port_was_taken() {
     assert_eq!(redis::cmd("PING").query::<String>(&mut conn).unwrap(), "PONG");
     drop(outgoing);
 }
+
+/// `aqs serve` turns transparent huge pages off for itself (they cost a process holding many idle
+/// long polls a third more memory), and `MIMALLOC_ALLOW_THP=1` keeps what the process was given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_turns_huge_pages_off_unless_the_allocator_is_told_otherwise() {
+    let redis = Redis::start("everysec");
+    let database = fresh_database().await;
+    let namespace = aqs_testkit::namespace();
+    let by_default = Server::start(&database, &redis.url(), &namespace).await;
+    assert_eq!(huge_pages_enabled(by_default.pid()), Some(false), "the default turns them off");
+    drop(by_default);
+    let asked = Server::start_with_env(&database, &redis.url(), &namespace, &[("MIMALLOC_ALLOW_THP", "1")]).await;
+    assert_eq!(
+        huge_pages_enabled(asked.pid()),
+        huge_pages_enabled(std::process::id()),
+        "asked for, they stay as given"
+    );
+}
+
+/// The `THP_enabled` line of /proc/PID/status: the process's prctl(PR_SET_THP_DISABLE) flag.
+fn huge_pages_enabled(pid: u32) -> Option<bool> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("THP_enabled:"))?;
+    Some(line.trim() == "1")
+}
