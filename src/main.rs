@@ -101,7 +101,7 @@ async fn main() -> anyhow::Result<()> {
 /// `MIMALLOC_ALLOW_THP` says otherwise (the allocator reads it at start: `1` keeps them, `0` turns
 /// them off itself). mimalloc asks for huge pages on its arenas, so where the kernel grants them
 /// (`madvise`, Debian's default) a sparsely used arena costs 2 MiB pages: 10,000 idle long polls
-/// held 253–256 MiB with them and 172–180 MiB without, at the same throughput
+/// held 253–256 MiB with them and 172–183 MiB without, at the same throughput
 /// (docs/production.md, "Memory").
 fn huge_pages_off_unless_asked() -> nix::Result<()> {
     if std::env::var_os("MIMALLOC_ALLOW_THP").is_some() {

@@ -188,8 +188,8 @@ async fn the_harness_starts_redis_on_another_port_when_its_port_was_taken() {
     drop(outgoing);
 }
 
-/// `aqs serve` turns transparent huge pages off for itself (they cost a process holding many idle
-/// long polls a third more memory), and `MIMALLOC_ALLOW_THP=1` keeps what the process was given.
+/// `aqs serve` turns transparent huge pages off for itself (with them, a process holding many idle
+/// long polls used 40 % more memory), and `MIMALLOC_ALLOW_THP=1` keeps what the process was given.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_turns_huge_pages_off_unless_the_allocator_is_told_otherwise() {
     let redis = Redis::start("everysec");
