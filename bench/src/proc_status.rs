@@ -1,4 +1,5 @@
-//! Resident memory of a process, and whether it still runs, from `/proc/<pid>/status` (Linux).
+//! Fields of `/proc/<pid>/status` (Linux): a process's resident memory, whether it still runs,
+//! any other line's first word.
 
 use anyhow::Context;
 
@@ -10,14 +11,23 @@ pub fn rss_bytes(pid: u32) -> anyhow::Result<u64> {
 
 /// Whether `pid` has exited: gone, or a zombie its parent has yet to reap.
 pub fn has_exited(pid: u32) -> bool {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let state = status.lines().find_map(|l| l.strip_prefix("State:")).and_then(|s| s.split_whitespace().next());
-    matches!(state, None | Some("Z" | "X"))
+    matches!(status_word(pid, "State:").as_deref(), None | Some("Z" | "X"))
+}
+
+/// The first word of `pid`'s status line `name` (`"State:"` → `"S"`); `None` without that
+/// process or line.
+pub fn status_word(pid: u32, name: &str) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    first_word(&status, name).map(str::to_owned)
 }
 
 /// `Name:   1234 kB` → 1234.
 fn parse_kib(status: &str, name: &str) -> Option<u64> {
-    status.lines().find_map(|l| l.strip_prefix(name))?.split_whitespace().next()?.parse().ok()
+    first_word(status, name)?.parse().ok()
+}
+
+fn first_word<'a>(status: &'a str, name: &str) -> Option<&'a str> {
+    status.lines().find_map(|l| l.strip_prefix(name))?.split_whitespace().next()
 }
 
 #[cfg(test)]

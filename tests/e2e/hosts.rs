@@ -153,9 +153,7 @@ async fn call(client: &reqwest::Client, token: &str, method: &str, url: String, 
 /// The DER of the certificate the TLS listener presents for `hostname` on a new connection.
 async fn served_certificate(world: &World, hostname: &str, token: &str) -> Vec<u8> {
     let client = world.tls_client(hostname).await;
-    let response = client.get(format!("https://{hostname}/stats")).bearer_auth(token).send().await.unwrap();
-    let info = response.extensions().get::<reqwest::tls::TlsInfo>().expect("TLS info").clone();
-    info.peer_certificate().expect("a peer certificate").to_vec()
+    try_served_certificate(&client, hostname, token).await.unwrap()
 }
 
 /// The same, once the listener serves `hostname` at all. The API says `active` when PostgreSQL
@@ -163,16 +161,23 @@ async fn served_certificate(world: &World, hostname: &str, token: &str) -> Vec<u
 /// the announcement), so the first handshake right after may still be refused.
 async fn first_served_certificate(world: &World, hostname: &str, token: &str) -> Vec<u8> {
     let client = world.tls_client(hostname).await;
-    let url = format!("https://{hostname}/stats");
-    aqs_testkit::eventually_some(&format!("the TLS listener serves {hostname}"), || {
-        let asked = client.get(&url).bearer_auth(token).send();
-        async move {
-            let response = asked.await.ok()?;
-            let info = response.extensions().get::<reqwest::tls::TlsInfo>()?.clone();
-            info.peer_certificate().map(<[u8]>::to_vec)
-        }
+    aqs_testkit::eventually_some(&format!("the TLS listener serves {hostname}"), || async {
+        try_served_certificate(&client, hostname, token).await.ok()
     })
     .await
+}
+
+/// One request to `hostname` through `client`: the certificate its TLS listener presented, or why
+/// there was none.
+async fn try_served_certificate(client: &reqwest::Client, hostname: &str, token: &str) -> Result<Vec<u8>, String> {
+    let response = client
+        .get(format!("https://{hostname}/stats"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .map_err(|e| format!("{e:?}"))?;
+    let info = response.extensions().get::<reqwest::tls::TlsInfo>().ok_or("no TLS info")?;
+    Ok(info.peer_certificate().ok_or("no peer certificate")?.to_vec())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -208,7 +208,5 @@ async fn serve_turns_huge_pages_off_unless_the_allocator_is_told_otherwise() {
 
 /// The `THP_enabled` line of /proc/PID/status: the process's prctl(PR_SET_THP_DISABLE) flag.
 fn huge_pages_enabled(pid: u32) -> Option<bool> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find_map(|l| l.strip_prefix("THP_enabled:"))?;
-    Some(line.trim() == "1")
+    aqs_bench::proc_status::status_word(pid, "THP_enabled:").map(|flag| flag == "1")
 }
