@@ -14,6 +14,7 @@ use std::future::Future;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tower::util::Either;
 
 /// Logs to standard output with `filter` (`AQS_LOG`, refused when it does not parse), coloured
 /// only on a terminal and without `NO_COLOR`, so that a log file or journal gets plain text.
@@ -91,7 +92,6 @@ pub async fn run(
         engine.load_scripts().await?;
         let dp = aqs_data_plane::DataPlane::new(&config, engine.clone());
         background.extend(aqs_data_plane::spawn_background(&dp, cancel.clone()));
-        app = app.merge(aqs_data_plane::router(dp.clone()));
         Some(dp)
     } else {
         None
@@ -119,8 +119,11 @@ pub async fn run(
     let health = Health::new(config.roles.as_slice(), redis.clone(), control_plane);
     let app = app.merge(health.router());
 
+    // The data plane's routes come measured (its queue routes by their own layers): merged after.
+    let data_routes = data_plane.as_ref().map_or_else(Router::new, |dp| aqs_data_plane::router(dp.clone()));
     // Unknown paths and methods answer in the API's error format too, not with an empty body.
     let app = aqs_core::metrics::http::measured(app)
+        .merge(data_routes)
         .fallback((|| async { ApiError::not_found("no such route") }).layer(HttpMetricsLayer))
         .method_not_allowed_fallback(|| async {
             ApiError::MethodNotAllowed("this route does not take that method".into())
@@ -129,8 +132,8 @@ pub async fn run(
     // Custom hosts are served on the TLS listener only; the plain one answers their ACME
     // challenges and redirects the rest of their requests to it.
     let app = match &data_plane {
-        Some(dp) if config.runs(Role::Data) => aqs_data_plane::plain_listener(app, dp.clone()),
-        _ => app,
+        Some(dp) if config.runs(Role::Data) => Either::Left(aqs_data_plane::plain_listener(app, dp.clone())),
+        _ => Either::Right(app),
     };
     if let (Some(https_addr), Some(dp)) = (config.https_addr, &data_plane)
         && config.runs(Role::Data)

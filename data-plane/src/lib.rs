@@ -28,7 +28,7 @@ mod sweeper;
 
 pub use auth::{PinnedQueue, QueueContext};
 pub use cache::{CAPACITY as CACHE_CAPACITY, CacheSizes};
-pub use hosts::routing::{ServerName, plain_listener, tls_listener};
+pub use hosts::routing::{PlainRouting, ServerName, plain_listener, tls_listener};
 pub use hosts::tls::server_config as tls_server_config;
 pub use last_use::CAPACITY as LAST_USE_CAPACITY;
 pub use routes::{document as openapi_document, queue_routes, router, served_paths};

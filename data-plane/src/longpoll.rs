@@ -41,29 +41,32 @@ async fn stopped(stop: Option<&CancellationToken>) {
 /// Leases up to `max` messages, waiting up to `wait` for the first one: a consumer's request,
 /// charged to its token's rate budget once (on the first attempt), unless an earlier script of the
 /// same request took the charge (`None`: a consume that acknowledged first).
-pub async fn consume(
+///
+/// Not an `async fn` itself (nor is [`consume_until`]): a wrapper's future would hold its own copy
+/// of the arguments beside the inner future's, for the whole wait of every held poll.
+pub fn consume(
     state: &DataPlane,
     charge: Option<Charge>,
     queue: QueueId,
     max: u32,
     lease_ms: u64,
     wait: Duration,
-) -> ApiResult<Consumed> {
-    consume_charged(state, queue, max, lease_ms, wait, None, charge).await
+) -> impl Future<Output = ApiResult<Consumed>> + Send + '_ {
+    consume_charged(state, queue, max, lease_ms, wait, None, charge)
 }
 
 /// [`consume`] that also stops waiting, answering with no messages, once `stop` is cancelled. Only
 /// the wait is cut short, never a consume script in flight: a caller that dropped the future
 /// instead could lose the answer of a script that had already leased messages.
-pub async fn consume_until(
-    state: &DataPlane,
+pub fn consume_until<'a>(
+    state: &'a DataPlane,
     queue: QueueId,
     max: u32,
     lease_ms: u64,
     wait: Duration,
-    stop: Option<&CancellationToken>,
-) -> ApiResult<Consumed> {
-    consume_charged(state, queue, max, lease_ms, wait, stop, None).await
+    stop: Option<&'a CancellationToken>,
+) -> impl Future<Output = ApiResult<Consumed>> + Send + 'a {
+    consume_charged(state, queue, max, lease_ms, wait, stop, None)
 }
 
 async fn consume_charged(

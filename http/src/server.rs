@@ -2,9 +2,12 @@
 //! request given its id (`request_id`) and hyper's own framing errors answered in the API's JSON
 //! format (`framing`).
 
-use axum::Router;
+use axum::body::Body;
+use axum::extract::Request;
+use axum::response::Response;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
+use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +15,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tower::{Service, ServiceExt};
 
 /// How long connections still serving a request may take to finish once shutdown begins. Held long
 /// polls answer at once on shutdown, so this only bounds slow uploads and stuck clients.
@@ -25,12 +29,18 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Replaces `axum::serve` (its connection builder, watch channels and select per connection): with
 /// 10,000 idle long polls the process held 230 MiB instead of 305 MiB. What a held poll still costs
 /// is mostly hyper's 8 KiB read and 8 KiB write buffers, the task and the request's future.
-pub async fn serve_http(
+///
+/// `app` is the router, or a service in front of it (the plain listener's host routing): served
+/// as it is rather than as a router's fallback, whose future axum would box once more per request.
+pub async fn serve_http<S>(
     listener: TcpListener,
-    app: Router,
+    app: S,
     shutdown: impl Future<Output = ()> + Send + 'static,
     cancel: CancellationToken,
-) {
+) where
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + Sync + 'static,
+    S::Future: Send + 'static,
+{
     let http = hyper::server::conn::http1::Builder::new();
     let tracker = TaskTracker::new();
     let closing = Arc::new(Notify::new());
@@ -55,16 +65,19 @@ pub async fn serve_http(
             tracing::debug!(error = %err, "cannot set TCP_NODELAY");
         }
         // The peer address goes with every request (`ConnectInfo`): log-in throttling counts by it.
-        let service = TowerToHyperService::new(crate::request_id::RequestId::new(with_peer(&app, peer)));
+        let service = with_peer(&app, peer).map_request(with_body as fn(_) -> _);
+        let service = TowerToHyperService::new(crate::request_id::RequestId::new(service));
         // hyper's own answers to malformed framing get our JSON error body (`framing`).
         let stream = crate::framing::JsonFramingErrors::new(stream);
-        let conn = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
+        // Pinned on the heap before the task takes it: pinned inside the task, it would be held
+        // twice there (where it was moved in and where it is pinned) for the connection's life.
+        let mut conn = Box::pin(http.serve_connection(TokioIo::new(stream), service).with_upgrades());
         let (cancel, closing) = (cancel.clone(), closing.clone());
         tracker.spawn(async move {
             // A plain Notify rather than `cancel.cancelled()`: this branch is polled at every wake-up
             // of the connection; the token's future takes two locks per poll, a Notify one.
             let closing = closing.notified();
-            tokio::pin!(conn, closing);
+            tokio::pin!(closing);
             closing.as_mut().enable();
             // Registered now: a shutdown from here on wakes us; one from before is seen here.
             if cancel.is_cancelled() {
@@ -92,11 +105,16 @@ pub async fn serve_http(
 
 /// `app` with the connection's peer address in each request's extensions, where axum's
 /// `ConnectInfo<SocketAddr>` extractor finds it.
-pub fn with_peer(
-    app: &Router,
+pub fn with_peer<S: Clone>(
+    app: &S,
     peer: std::net::SocketAddr,
-) -> axum::middleware::AddExtension<Router, axum::extract::ConnectInfo<std::net::SocketAddr>> {
+) -> axum::middleware::AddExtension<S, axum::extract::ConnectInfo<std::net::SocketAddr>> {
     tower::Layer::layer(&axum::Extension(axum::extract::ConnectInfo(peer)), app.clone())
+}
+
+/// hyper's request with axum's body type, as a router would convert it.
+fn with_body(request: hyper::Request<hyper::body::Incoming>) -> Request {
+    request.map(Body::new)
 }
 
 /// A failed accept: a connection that went away before we took it is skipped; anything else

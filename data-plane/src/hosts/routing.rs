@@ -45,17 +45,18 @@ pub struct ServerName(pub Option<String>);
 
 /// The plain listener's router: `shared` (every route of this process), with the names of custom
 /// hosts taken out of it (challenge answers and redirects only).
-pub fn plain_listener(shared: Router, state: DataPlane) -> Router {
+pub fn plain_listener(shared: Router, state: DataPlane) -> PlainRouting {
     let challenge = Router::new()
         .route("/.well-known/acme-challenge/{token}", get(acme_challenge))
         .fallback(|| async { ApiError::not_found("no such challenge") })
         .with_state(state.clone());
-    Router::new().fallback_service(PlainRouting { state, shared, challenge })
+    PlainRouting { state, shared, challenge }
 }
 
 /// The TLS listener's router: the custom host named by SNI, for requests whose `Host` names it.
 pub fn tls_listener(state: DataPlane) -> Router {
-    let custom = aqs_core::metrics::http::measured(crate::queue_routes())
+    // The queue routes measure themselves (`routes::queue_route`).
+    let custom = crate::queue_routes()
         .fallback(|| async { ApiError::not_found("no such route on a custom host") })
         .method_not_allowed_fallback(|| async {
             ApiError::MethodNotAllowed("this route does not take that method".into())
@@ -76,8 +77,9 @@ fn host_of(request: &Request) -> Option<String> {
         .map(|h| aqs_core::hostname::of_header(h).into_owned())
 }
 
+/// The plain listener's service ([`plain_listener`]).
 #[derive(Clone)]
-struct PlainRouting {
+pub struct PlainRouting {
     state: DataPlane,
     shared: Router,
     challenge: Router,

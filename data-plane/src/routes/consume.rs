@@ -11,10 +11,11 @@ use crate::state::DataPlane;
 use aqs_core::client_addr::ClientAddr;
 use aqs_core::error::{ApiError, ApiResult};
 use aqs_core::errors;
+use aqs_core::ids::QueueId;
 use aqs_core::limits;
 use aqs_core::receipt::expiry_ms;
 use aqs_core::time::{now_ms, rfc3339};
-use aqs_engine::NackResult;
+use aqs_engine::{Charge, NackResult};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
@@ -23,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::Duration;
 use utoipa::ToSchema;
+use uuid::Uuid;
 
 const MAX_MESSAGES_DEFAULT: u32 = 10;
 const NACK_DELAY_MAX_SECS: u64 = 43_200;
@@ -84,13 +86,39 @@ errors!(ConsumeErrors: "invalid_request", "unauthorized", "team_suspended", "for
     request_body(content = ConsumeRequest, description = "May be empty: every field has a default."),
     responses((status = 200, body = ConsumeAnswer, description = "The messages leased, possibly none."), ConsumeErrors),
     security(("queue_token" = [])))]
-pub async fn consume(
+pub fn consume(
     State(state): State<DataPlane>,
     ctx: QueueContext,
     client: ClientAddr,
     headers: HeaderMap,
     raw: Body,
-) -> ApiResult<Json<ConsumeAnswer>> {
+) -> impl Future<Output = ApiResult<Json<ConsumeAnswer>>> + Send {
+    // Everything before the wait runs in its own boxed future, freed once it is done: a held poll
+    // keeps only the future below for its whole wait, not the largest of the steps before it
+    // (`docs/performance.md`, idle long polls).
+    let (queue, token) = (ctx.queue, ctx.token.token_id);
+    let prepared = Box::pin(prepare(state.clone(), ctx, headers, raw));
+    async move {
+        let plan = prepared.await?;
+        let consumed = longpoll::consume(&state, plan.charge, queue, plan.max, plan.lease_ms, plan.wait).await?;
+        Ok(Json(answer(&state, (queue, token), &client, plan.agent, plan.ack, consumed)))
+    }
+}
+
+/// What a consume request asks for, checked, once its `ack` receipts are acknowledged.
+struct Plan {
+    max: u32,
+    lease_ms: u64,
+    wait: Duration,
+    /// The request's charge, unless the acknowledgements took it.
+    charge: Option<Charge>,
+    ack: Option<AckAnswer>,
+    /// The caller's `User-Agent`, for its consumer tally.
+    agent: String,
+}
+
+/// A consume request up to its wait: push off, body read and checked, `ack` receipts acknowledged.
+async fn prepare(state: DataPlane, ctx: QueueContext, headers: HeaderMap, raw: Body) -> ApiResult<Plan> {
     if state.auth.push_enabled(&mut state.engine.conn(), ctx.queue).await? {
         return Err(ApiError::PushEnabled(
             "this queue delivers its messages to an HTTP handler (push); consume is refused while push is on. \
@@ -100,8 +128,6 @@ pub async fn consume(
     }
     let request: ConsumeRequest = body::parse(&body::read(&headers, raw, SMALL_BODY_LIMIT, true).await?)?;
     let agent = user_agent(&headers);
-    // Not kept for the (possibly long) wait.
-    drop(headers);
     let max = request.max_messages.unwrap_or(MAX_MESSAGES_DEFAULT);
     if !(1..=limits::CONSUME_MAX_MESSAGES).contains(&max) {
         return Err(ApiError::invalid(format!("max_messages must be 1 to {}", limits::CONSUME_MAX_MESSAGES)));
@@ -132,18 +158,28 @@ pub async fn consume(
         Some(receipts) => (Some(acknowledge(&state, &ctx, receipts).await?), None),
         None => (None, Some(ctx.charge)),
     };
-    let acked = ack.as_ref().map_or(0, |a| u64::from(a.acked));
-    let consumed =
-        longpoll::consume(&state, charge, ctx.queue, max, lease_ms, Duration::from_secs(u64::from(wait))).await?;
+    Ok(Plan { max, lease_ms, wait: Duration::from_secs(u64::from(wait)), charge, ack, agent })
+}
+
+/// The consume answer: each delivery with its receipt, after the request is tallied.
+fn answer(
+    state: &DataPlane,
+    (queue, token): (QueueId, Uuid),
+    client: &ClientAddr,
+    agent: String,
+    ack: Option<AckAnswer>,
+    consumed: longpoll::Consumed,
+) -> ConsumeAnswer {
     let now = now_ms();
+    let acked = ack.as_ref().map_or(0, |a| u64::from(a.acked));
     let traffic = Traffic { requests: 1, messages: consumed.deliveries.len() as u64, acked };
-    tally(&state, &ctx, &client, &agent, traffic, now);
+    tally(state, (queue, token), client, &agent, traffic, now);
     let expires_at_ms = expiry_ms(now, consumed.lease_ms);
     let messages = consumed
         .deliveries
         .into_iter()
         .map(|d| {
-            let receipt = d.receipt(ctx.queue, expires_at_ms);
+            let receipt = d.receipt(queue, expires_at_ms);
             Delivery {
                 id: d.message.to_string(),
                 receipt: state.receipts.encode_with(&receipt, Some(d.hint)),
@@ -156,7 +192,7 @@ pub async fn consume(
             }
         })
         .collect();
-    Ok(Json(ConsumeAnswer { messages, ack }))
+    ConsumeAnswer { messages, ack }
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -211,7 +247,7 @@ pub async fn ack(
     let request: AckRequest = body::parse(&body::read(&headers, raw, SMALL_BODY_LIMIT, false).await?)?;
     let answer = acknowledge(&state, &ctx, request.receipts).await?;
     let traffic = Traffic { acked: u64::from(answer.acked), ..Traffic::default() };
-    tally(&state, &ctx, &client, &user_agent(&headers), traffic, now_ms());
+    tally(&state, (ctx.queue, ctx.token.token_id), &client, &user_agent(&headers), traffic, now_ms());
     Ok(Json(answer))
 }
 
@@ -238,9 +274,17 @@ fn user_agent(headers: &HeaderMap) -> String {
 }
 
 /// Adds the request to its consumer's tally (`consumers.rs`): in memory, off Redis.
-fn tally(state: &DataPlane, ctx: &QueueContext, client: &ClientAddr, agent: &str, traffic: Traffic, now: u64) {
+/// `(queue, token)`: the request's queue and token id.
+fn tally(
+    state: &DataPlane,
+    (queue, token): (QueueId, Uuid),
+    client: &ClientAddr,
+    agent: &str,
+    traffic: Traffic,
+    now: u64,
+) {
     let address = client.shown().unwrap_or_default();
-    state.consumers.record(ctx.queue, ctx.token.token_id, &address, agent, traffic, now);
+    state.consumers.record(queue, token, &address, agent, traffic, now);
 }
 
 /// Return messages for another attempt, at once or after a delay (consume scope).
