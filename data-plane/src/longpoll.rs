@@ -22,19 +22,21 @@ pub struct Consumed {
     pub paused: bool,
 }
 
-/// Resolves when the process shuts down; never without a shutdown signal.
-async fn shutting_down(state: &DataPlane) {
-    match state.shutdown.get() {
-        Some(token) => token.cancelled().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Resolves when `stop` is cancelled; never without one.
-async fn stopped(stop: Option<&CancellationToken>) {
-    match stop {
-        Some(token) => token.cancelled().await,
-        None => std::future::pending().await,
+/// Resolves when the process shuts down or `stop` is cancelled; never without either. One future
+/// for both, the pair boxed: a held poll keeps it for its whole wait.
+async fn ended(state: &DataPlane, stop: Option<&CancellationToken>) {
+    match (state.shutdown.get(), stop) {
+        (Some(shutdown), Some(stop)) => {
+            Box::pin(async {
+                tokio::select! {
+                    () = shutdown.cancelled() => {}
+                    () = stop.cancelled() => {}
+                }
+            })
+            .await;
+        }
+        (Some(token), None) | (None, Some(token)) => token.cancelled().await,
+        (None, None) => std::future::pending().await,
     }
 }
 
@@ -69,85 +71,91 @@ pub fn consume_until<'a>(
     consume_charged(state, queue, max, lease_ms, wait, stop, None)
 }
 
-async fn consume_charged(
-    state: &DataPlane,
+/// An `async` block rather than an `async fn`: the arguments are held once, not also copied into
+/// the function's own locals.
+#[allow(clippy::manual_async_fn, reason = "an async fn would hold its arguments twice (above)")]
+fn consume_charged<'a>(
+    state: &'a DataPlane,
     queue: QueueId,
     max: u32,
     lease_ms: u64,
     wait: Duration,
-    stop: Option<&CancellationToken>,
+    stop: Option<&'a CancellationToken>,
     mut charge: Option<Charge>,
-) -> ApiResult<Consumed> {
-    if stop.is_some_and(CancellationToken::is_cancelled) {
-        return Ok(Consumed { deliveries: Vec::new(), lease_ms, paused: false });
-    }
-    let deadline = Instant::now() + wait;
-    // Registered before the first attempt: a publish landing between the attempt and the wait
-    // still wakes us.
-    let waiter = (!wait.is_zero()).then(|| state.engine.waiters().register(queue));
-    // Set between a wake-up and the end of the attempt it triggers: dropped there (the client went
-    // away, shutdown), the wake-up goes to another waiter, as publish meant it for someone.
-    let mut pass_on = PassOn(None);
-    loop {
-        let notified = waiter.as_ref().map(|w| w.notify.clone());
-        let notified_fut = notified.as_ref().map(|n| n.notified());
-        tokio::pin!(notified_fut);
-        if let Some(fut) = notified_fut.as_mut().as_pin_mut() {
-            fut.enable();
+) -> impl Future<Output = ApiResult<Consumed>> + Send + 'a {
+    async move {
+        if stop.is_some_and(CancellationToken::is_cancelled) {
+            return Ok(Consumed { deliveries: Vec::new(), lease_ms, paused: false });
         }
-        let now = now_ms();
-        let wait_until_ms = match &waiter {
-            Some(_) => now + deadline.saturating_duration_since(Instant::now()).as_millis() as u64,
-            None => 0,
-        };
-        // Boxed: the script call's future is large and lives only during the attempt; inline, it
-        // would be part of every held poll's task for the whole wait.
-        // Only the first attempt is charged: the later ones are the same request.
-        let charge = charge.take();
-        let attempt = Box::pin(async move {
-            match charge {
-                Some(charge) => state.engine.charged(charge).consume(queue, max, lease_ms, now, wait_until_ms).await,
-                None => state.engine.consume(queue, max, lease_ms, now, wait_until_ms).await,
+        let deadline = Instant::now() + wait;
+        // Registered before the first attempt: a publish landing between the attempt and the wait
+        // still wakes us.
+        let waiter = (!wait.is_zero()).then(|| state.engine.waiters().register(queue));
+        // Set between a wake-up and the end of the attempt it triggers: dropped there (the client went
+        // away, shutdown), the wake-up goes to another waiter, as publish meant it for someone.
+        let mut pass_on = PassOn(None);
+        loop {
+            let notified = waiter.as_ref().map(|w| w.notify.clone());
+            let notified_fut = notified.as_ref().map(|n| n.notified());
+            tokio::pin!(notified_fut);
+            if let Some(fut) = notified_fut.as_mut().as_pin_mut() {
+                fut.enable();
             }
-        })
-        .await;
-        pass_on.0 = None;
-        let next_due_ms = match attempt? {
-            ConsumeOutcome::Delivered { deliveries, lease_ms, next_due_ms } => {
-                if !deliveries.is_empty() {
-                    // A full batch: more may be ready than this poll could take, and a publish of
-                    // n messages woke at most n waiters; let one more look.
-                    if deliveries.len() >= max as usize
-                        && let Some(waiter) = &waiter
-                    {
-                        waiter.notify.notify_one();
+            let now = now_ms();
+            let wait_until_ms = match &waiter {
+                Some(_) => now + deadline.saturating_duration_since(Instant::now()).as_millis() as u64,
+                None => 0,
+            };
+            // Boxed: the script call's future is large and lives only during the attempt; inline, it
+            // would be part of every held poll's task for the whole wait.
+            // Only the first attempt is charged: the later ones are the same request.
+            let charge = charge.take();
+            let attempt = Box::pin(async move {
+                match charge {
+                    Some(charge) => {
+                        state.engine.charged(charge).consume(queue, max, lease_ms, now, wait_until_ms).await
                     }
-                    return Ok(Consumed { deliveries, lease_ms, paused: false });
+                    None => state.engine.consume(queue, max, lease_ms, now, wait_until_ms).await,
                 }
-                next_due_ms
+            })
+            .await;
+            pass_on.0 = None;
+            let next_due_ms = match attempt? {
+                ConsumeOutcome::Delivered { deliveries, lease_ms, next_due_ms } => {
+                    if !deliveries.is_empty() {
+                        // A full batch: more may be ready than this poll could take, and a publish of
+                        // n messages woke at most n waiters; let one more look.
+                        if deliveries.len() >= max as usize
+                            && let Some(waiter) = &waiter
+                        {
+                            waiter.notify.notify_one();
+                        }
+                        return Ok(Consumed { deliveries, lease_ms, paused: false });
+                    }
+                    next_due_ms
+                }
+                // A paused queue delivers nothing; answer at once rather than hold the connection.
+                ConsumeOutcome::Paused => return Ok(Consumed { deliveries: Vec::new(), lease_ms, paused: true }),
+                ConsumeOutcome::QueueMissing => return Err(ApiError::not_found("no such queue")),
+            };
+            let Some(notified_fut) = notified_fut.as_mut().as_pin_mut() else {
+                return Ok(Consumed { deliveries: Vec::new(), lease_ms, paused: false });
+            };
+            let current = Instant::now();
+            if current >= deadline {
+                return Ok(Consumed { deliveries: Vec::new(), lease_ms, paused: false });
             }
-            // A paused queue delivers nothing; answer at once rather than hold the connection.
-            ConsumeOutcome::Paused => return Ok(Consumed { deliveries: Vec::new(), lease_ms, paused: true }),
-            ConsumeOutcome::QueueMissing => return Err(ApiError::not_found("no such queue")),
-        };
-        let Some(notified_fut) = notified_fut.as_mut().as_pin_mut() else {
-            return Ok(Consumed { deliveries: Vec::new(), lease_ms, paused: false });
-        };
-        let current = Instant::now();
-        if current >= deadline {
-            return Ok(Consumed { deliveries: Vec::new(), lease_ms, paused: false });
-        }
-        let wake_at = match next_due_ms {
-            Some(due) => deadline.min(current + Duration::from_millis(due.saturating_sub(now)).max(MIN_SLEEP)),
-            None => deadline,
-        };
-        // A consumer's request waiting (push dispatchers, which pass `stop`, are not counted).
-        let _held = stop.is_none().then(aqs_core::metrics::LongPollHeld::enter);
-        tokio::select! {
-            _ = notified_fut => pass_on.0 = notified.clone(),
-            _ = tokio::time::sleep_until(wake_at) => {}
-            _ = shutting_down(state) => return Ok(Consumed { deliveries: Vec::new(), lease_ms, paused: false }),
-            _ = stopped(stop) => return Ok(Consumed { deliveries: Vec::new(), lease_ms, paused: false }),
+            let wake_at = match next_due_ms {
+                Some(due) => deadline.min(current + Duration::from_millis(due.saturating_sub(now)).max(MIN_SLEEP)),
+                None => deadline,
+            };
+            // A consumer's request waiting (push dispatchers, which pass `stop`, are not counted).
+            let _held = stop.is_none().then(aqs_core::metrics::LongPollHeld::enter);
+            tokio::select! {
+                _ = notified_fut => pass_on.0 = notified.clone(),
+                _ = tokio::time::sleep_until(wake_at) => {}
+                _ = ended(state, stop) => return Ok(Consumed { deliveries: Vec::new(), lease_ms, paused: false }),
+            }
         }
     }
 }

@@ -28,7 +28,7 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 ///
 /// Replaces `axum::serve` (its connection builder, watch channels and select per connection): with
 /// 10,000 idle long polls the process held 230 MiB instead of 305 MiB. What a held poll still costs
-/// is mostly hyper's 8 KiB read and 8 KiB write buffers, the task and the request's future.
+/// is mostly hyper's 8 KiB read and 8 KiB write buffers (`docs/performance.md` has the rest).
 ///
 /// `app` is the router, or a service in front of it (the plain listener's host routing): served
 /// as it is rather than as a router's fallback, whose future axum would box once more per request.

@@ -18,10 +18,13 @@ use aqs_core::time::{now_ms, rfc3339};
 use aqs_engine::{Charge, NackResult};
 use axum::Json;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{FromRequestParts, Request, State};
+use axum::handler::Handler;
 use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::pin::Pin;
 use std::time::Duration;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -86,27 +89,42 @@ errors!(ConsumeErrors: "invalid_request", "unauthorized", "team_suspended", "for
     request_body(content = ConsumeRequest, description = "May be empty: every field has a default."),
     responses((status = 200, body = ConsumeAnswer, description = "The messages leased, possibly none."), ConsumeErrors),
     security(("queue_token" = [])))]
-pub fn consume(
-    State(state): State<DataPlane>,
-    ctx: QueueContext,
-    client: ClientAddr,
-    headers: HeaderMap,
-    raw: Body,
-) -> impl Future<Output = ApiResult<Json<ConsumeAnswer>>> + Send {
-    // Everything before the wait runs in its own boxed future, freed once it is done: a held poll
-    // keeps only the future below for its whole wait, not the largest of the steps before it
-    // (`docs/performance.md`, idle long polls).
-    let (queue, token) = (ctx.queue, ctx.token.token_id);
-    let prepared = Box::pin(prepare(state.clone(), ctx, headers, raw));
+pub fn consume(state: DataPlane, request: Request) -> impl Future<Output = Response> + Send {
+    // Everything before the wait (the extractors, the body, the `ack` receipts) runs in its own
+    // boxed future, freed once it is done: a held poll keeps only the future below for its whole
+    // wait, not the largest of the steps before it (`docs/performance.md`, idle long polls).
+    let prepared = Box::pin(prepare(state.clone(), request));
     async move {
-        let plan = prepared.await?;
-        let consumed = longpoll::consume(&state, plan.charge, queue, plan.max, plan.lease_ms, plan.wait).await?;
-        Ok(Json(answer(&state, (queue, token), &client, plan.agent, plan.ack, consumed)))
+        let plan = match prepared.await {
+            Ok(plan) => plan,
+            Err(err) => return err.into_response(),
+        };
+        match longpoll::consume(&state, plan.charge, plan.queue, plan.max, plan.lease_ms, plan.wait).await {
+            Ok(consumed) => Json(answer(&state, plan, consumed)).into_response(),
+            Err(err) => err.into_response(),
+        }
+    }
+}
+
+/// [`consume`] as the router's handler. Written out rather than taking extractors: axum's
+/// handler for a function of extractors keeps the request's parts (about 250 bytes) in its future
+/// until the function returns, so through every held poll's wait.
+#[derive(Clone, Copy)]
+pub struct Consume;
+
+impl Handler<(), DataPlane> for Consume {
+    type Future = Pin<Box<dyn Future<Output = Response> + Send>>;
+
+    fn call(self, request: Request, state: DataPlane) -> Self::Future {
+        Box::pin(consume(state, request))
     }
 }
 
 /// What a consume request asks for, checked, once its `ack` receipts are acknowledged.
 struct Plan {
+    queue: QueueId,
+    token: Uuid,
+    client: ClientAddr,
     max: u32,
     lease_ms: u64,
     wait: Duration,
@@ -118,7 +136,12 @@ struct Plan {
 }
 
 /// A consume request up to its wait: push off, body read and checked, `ack` receipts acknowledged.
-async fn prepare(state: DataPlane, ctx: QueueContext, headers: HeaderMap, raw: Body) -> ApiResult<Plan> {
+async fn prepare(state: DataPlane, request: Request) -> ApiResult<Plan> {
+    // The extractors in the order a handler taking them would run them (401, 404, 403 first).
+    let (mut parts, raw) = request.into_parts();
+    let ctx = QueueContext::from_request_parts(&mut parts, &state).await?;
+    let Ok(client) = ClientAddr::from_request_parts(&mut parts, &state).await;
+    let headers = parts.headers;
     if state.auth.push_enabled(&mut state.engine.conn(), ctx.queue).await? {
         return Err(ApiError::PushEnabled(
             "this queue delivers its messages to an HTTP handler (push); consume is refused while push is on. \
@@ -158,22 +181,26 @@ async fn prepare(state: DataPlane, ctx: QueueContext, headers: HeaderMap, raw: B
         Some(receipts) => (Some(acknowledge(&state, &ctx, receipts).await?), None),
         None => (None, Some(ctx.charge)),
     };
-    Ok(Plan { max, lease_ms, wait: Duration::from_secs(u64::from(wait)), charge, ack, agent })
+    Ok(Plan {
+        queue: ctx.queue,
+        token: ctx.token.token_id,
+        client,
+        max,
+        lease_ms,
+        wait: Duration::from_secs(u64::from(wait)),
+        charge,
+        ack,
+        agent,
+    })
 }
 
 /// The consume answer: each delivery with its receipt, after the request is tallied.
-fn answer(
-    state: &DataPlane,
-    (queue, token): (QueueId, Uuid),
-    client: &ClientAddr,
-    agent: String,
-    ack: Option<AckAnswer>,
-    consumed: longpoll::Consumed,
-) -> ConsumeAnswer {
+fn answer(state: &DataPlane, plan: Plan, consumed: longpoll::Consumed) -> ConsumeAnswer {
+    let Plan { queue, token, client, agent, ack, .. } = plan;
     let now = now_ms();
     let acked = ack.as_ref().map_or(0, |a| u64::from(a.acked));
     let traffic = Traffic { requests: 1, messages: consumed.deliveries.len() as u64, acked };
-    tally(state, (queue, token), client, &agent, traffic, now);
+    tally(state, (queue, token), &client, &agent, traffic, now);
     let expires_at_ms = expiry_ms(now, consumed.lease_ms);
     let messages = consumed
         .deliveries

@@ -82,7 +82,7 @@ fn routes_at(root: &str) -> Routes<DataPlane> {
     Routes::new()
         .route(&at("/messages"), post(publish::publish_one).layer(queue_route(SEND, Class::Messages)))
         .route(&at("/messages/batch"), post(publish::publish_batch).layer(queue_route(SEND, Class::Messages)))
-        .route(&at("/consume"), post(consume::consume).layer(queue_route(CONSUME, Class::Messages)))
+        .route(&at("/consume"), post(consume::Consume).layer(queue_route(CONSUME, Class::Messages)))
         .route(&at("/ack"), post(consume::ack).layer(queue_route(CONSUME, Class::Messages)))
         .route(&at("/nack"), post(consume::nack).layer(queue_route(CONSUME, Class::Messages)))
         .route(&at("/extend"), post(extend::extend).layer(queue_route(CONSUME, Class::Messages)))
