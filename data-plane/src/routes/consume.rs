@@ -92,7 +92,7 @@ errors!(ConsumeErrors: "invalid_request", "unauthorized", "team_suspended", "for
 pub fn consume(state: DataPlane, request: Request) -> impl Future<Output = Response> + Send {
     // Everything before the wait (the extractors, the body, the `ack` receipts) runs in its own
     // boxed future, freed once it is done: a held poll keeps only the future below for its whole
-    // wait, not the largest of the steps before it (`docs/performance.md`, idle long polls).
+    // wait, not the largest of the steps before it (`docs/performance.md`, What a held long poll costs).
     let prepared = Box::pin(prepare(state.clone(), request));
     async move {
         let plan = match prepared.await {
