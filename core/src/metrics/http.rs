@@ -1,6 +1,7 @@
 //! The HTTP series (`aqs_http_requests_total`, `aqs_http_request_duration_seconds`): a layer for
-//! `Router::route_layer`, so that the route's template (`MatchedPath`) is known and the `route`
-//! label stays bounded whatever paths clients send. Wrapped around a fallback, where no template
+//! `Router::route_layer` (or a route's own layer stack, as the data plane's queue routes take it),
+//! so that the route's template (`MatchedPath`) is known and the `route` label stays bounded
+//! whatever paths clients send. Wrapped around a fallback, where no template
 //! exists, it labels the request `unmatched`.
 //!
 //! A service and a named future rather than `middleware::from_fn`: no extra boxed future per

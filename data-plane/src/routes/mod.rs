@@ -94,6 +94,7 @@ fn routes_at(root: &str) -> Routes<DataPlane> {
         .route(&at("/dead-letters/purge"), post(dead_letters::purge).layer(queue_route(MANAGE, Class::Actions)))
 }
 
+/// What [`queue_route`] builds, written as tower nests it: innermost layer first.
 type QueueRouteLayers = Stack<
     Extension<Access>,
     Stack<DefaultBodyLimit, Stack<SetResponseHeaderLayer<HeaderValue>, Stack<HttpMetricsLayer, Identity>>>,
@@ -107,8 +108,8 @@ type QueueRouteLayers = Stack<
 ///
 /// One stack per route rather than a router-wide `.layer` (or `route_layer`) each: axum boxes a
 /// route's future once per layer applied to it, and a held long poll keeps every one of those
-/// boxes for its whole wait.
-/// (Plain layers, not `middleware::map_response`, which boxes a future per request.)
+/// boxes for its whole wait. Plain layers too, not `middleware::map_response`, which boxes a
+/// future per request.
 fn queue_route(scopes: &'static [Scope], class: Class) -> QueueRouteLayers {
     ServiceBuilder::new()
         .layer(HttpMetricsLayer)
