@@ -24,9 +24,21 @@ if redis.call('EXISTS', K_STREAM) == 0 then
   return out
 end
 
+-- tonumber is strtod, and a batch's receipts repeat the same few texts (delivery numbers, sizes,
+-- a stream id's milliseconds): each is converted once per call.
+local numbers = {}
+local function num(text)
+  local n = numbers[text]
+  if not n then
+    n = tonumber(text)
+    numbers[text] = n
+  end
+  return n
+end
+local find, sub = string.find, string.sub
 local function parse_sid(sid)
-  local ms, seq = string.match(sid, '^(%d+)-(%d+)$')
-  return tonumber(ms), tonumber(seq)
+  local dash = find(sid, '-', 1, true)
+  return num(sub(sid, 1, dash - 1)), num(sub(sid, dash + 1))
 end
 local function sid_less(a, b)
   local am, as = parse_sid(a)
@@ -63,7 +75,7 @@ local any_backoff = redis.call('ZCARD', K_BACKOFF) > 0
 local sids, mids, seen, acked, freed, latency = {}, {}, {}, 0, 0, {}
 for i = 0, count - 1 do
   local base = 4 + i * 6
-  local sid, mid, delivery, n = ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2]), ARGV[base + 3]
+  local sid, mid, delivery, n = ARGV[base], ARGV[base + 1], num(ARGV[base + 2]), ARGV[base + 3]
   local sz, has_ik = ARGV[base + 4], ARGV[base + 5] == '1'
   local counter = not seen[sid] and pending(sid)
   local e = nil
@@ -76,13 +88,13 @@ for i = 0, count - 1 do
       counter = nil
     end
   end
-  local ok = counter and tonumber(n) + counter == delivery and not (any_backoff and redis.call('ZSCORE', K_BACKOFF, sid))
+  local ok = counter and num(n) + counter == delivery and not (any_backoff and redis.call('ZSCORE', K_BACKOFF, sid))
   if ok then
     seen[sid] = true
     sids[#sids + 1] = sid
     mids[#mids + 1] = mid
     if e then release_idem(e, now) end
-    freed = freed + tonumber(sz)
+    freed = freed + num(sz)
     acked = acked + 1
     -- A replica's clock a little behind Redis's counts as 0 ms (bucket 0), never negative.
     time_latency(latency, now - added_at[i])

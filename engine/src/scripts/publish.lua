@@ -23,6 +23,17 @@ local refused = rate_refused() if refused then return refused end
 local K_META, K_STREAM, K_DELAYED, K_DELAYED_M, K_STATS, K_WAKE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local K_BUDGET, K_IDEM_IX, K_LARGE, K_MINUTES = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local LARGE = 1048576
+-- tonumber is strtod, and a batch repeats the same few texts (0 for no key and no delay, the
+-- sizes): each is converted once per call.
+local numbers = {}
+local function num(text)
+  local n = numbers[text]
+  if not n then
+    n = tonumber(text)
+    numbers[text] = n
+  end
+  return n
+end
 local now, day, count, idem_prefix = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local me, my_lease = ARGV[5], ARGV[6]
 local meta = redis.call('HMGET', K_META, 'v', 'paused', 'payload_limit', 'storage_limit', 'w')
@@ -73,7 +84,7 @@ local dups, records, new_bytes = {}, {}, 0
 for i = 0, count - 1 do
   local base = 7 + i * 9
   if #ARGV[base + 1] > payload_limit then return { 'too_large', i } end
-  local key_index = tonumber(ARGV[base + 5])
+  local key_index = num(ARGV[base + 5])
   local dup = nil
   if key_index > 0 then
     local key = KEYS[key_index]
@@ -84,10 +95,10 @@ for i = 0, count - 1 do
       if fp ~= ARGV[base + 6] then return { 'conflict', i } end
       dup = { id, pa, av }
     else
-      records[key] = ARGV[base] .. ':' .. ARGV[base + 6] .. ':' .. now .. ':' .. (now + tonumber(ARGV[base + 7]))
+      records[key] = ARGV[base] .. ':' .. ARGV[base + 6] .. ':' .. now .. ':' .. (now + num(ARGV[base + 7]))
     end
   end
-  if dup then dups[i] = dup else new_bytes = new_bytes + tonumber(ARGV[base + 8]) end
+  if dup then dups[i] = dup else new_bytes = new_bytes + num(ARGV[base + 8]) end
 end
 
 if not reserve(new_bytes) then return { 'storage' } end
@@ -100,7 +111,7 @@ for i = 0, count - 1 do
   if dup then
     out[#out + 1] = 1; out[#out + 1] = dup[1]; out[#out + 1] = dup[2]; out[#out + 1] = dup[3]
   else
-    local id, delay, key_index = ARGV[base], tonumber(ARGV[base + 7]), tonumber(ARGV[base + 5])
+    local id, delay, key_index = ARGV[base], num(ARGV[base + 7]), num(ARGV[base + 5])
     local ik = nil
     if key_index > 0 then
       ik = string.sub(KEYS[key_index], idem_prefix + 1)
