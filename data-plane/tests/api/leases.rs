@@ -161,3 +161,40 @@ async fn one_ack_batch_frees_each_message_once_and_keeps_idempotency_for_a_day()
     assert_eq!(again["duplicate"], true);
     assert_eq!(again["id"], leased[1]["id"]);
 }
+
+/// ack.lua deletes with XTRIM when nothing older than the newest acknowledged entry is still
+/// leased, and with XDEL otherwise: acknowledgements in any order delete exactly what they
+/// acknowledge, never an older lease or a newer ready message.
+#[tokio::test]
+async fn acks_in_any_order_delete_exactly_the_acknowledged_messages() {
+    let app = spawn_app().await;
+    let queue = app.queue().await;
+    for i in 0..8 {
+        app.publish_text(&queue, &format!("m{i}")).await;
+    }
+    let batch = |messages: Vec<serde_json::Value>| messages.iter().map(|m| text(m, "receipt")).collect::<Vec<_>>();
+    let a = batch(app.consume(&queue, json!({"max_messages": 2})).await);
+    let b = batch(app.consume(&queue, json!({"max_messages": 2})).await);
+    let c = batch(app.consume(&queue, json!({"max_messages": 2})).await);
+    let depth = |stats: serde_json::Value| {
+        let d = &stats["depth"];
+        (d["total"].as_u64().unwrap(), d["in_flight"].as_u64().unwrap(), d["ready"].as_u64().unwrap())
+    };
+
+    // A newer batch while an older one is leased, then the newer half of the older batch.
+    assert_eq!(app.ack(&queue, &[&b[0], &b[1]]).await["acked"], 2);
+    assert_eq!(depth(app.stats(&queue).await), (6, 4, 2));
+    assert_eq!(app.ack(&queue, &[&a[1]]).await["acked"], 1);
+    assert_eq!(depth(app.stats(&queue).await), (5, 3, 2));
+    // The oldest lease, with only newer ones left; then the newest, with nothing older leased.
+    assert_eq!(app.ack(&queue, &[&a[0]]).await["acked"], 1);
+    assert_eq!(depth(app.stats(&queue).await), (4, 2, 2));
+    assert_eq!(app.ack(&queue, &[&c[1], &c[0]]).await["acked"], 2);
+    assert_eq!(depth(app.stats(&queue).await), (2, 0, 2));
+
+    let rest = app.consume(&queue, json!({"max_messages": 10})).await;
+    let bodies: Vec<Vec<u8>> = rest.iter().map(decode_body).collect();
+    assert_eq!(bodies, [b"m6".to_vec(), b"m7".to_vec()]);
+    assert!(rest.iter().all(|m| m["attempts"] == 1), "{rest:?}");
+    assert_eq!(app.ack(&queue, &[&a[0], &c[0]]).await["acked"], 0, "acknowledged already");
+}
