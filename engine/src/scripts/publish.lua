@@ -23,8 +23,8 @@ local refused = rate_refused() if refused then return refused end
 local K_META, K_STREAM, K_DELAYED, K_DELAYED_M, K_STATS, K_WAKE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local K_BUDGET, K_IDEM_IX, K_LARGE, K_MINUTES = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local LARGE = 1048576
--- tonumber is strtod, and a batch repeats the same few texts (0 for no key and no delay, the
--- sizes): each is converted once per call.
+-- common.lua's num (this script stands without common.lua): a batch repeats the same few texts
+-- (0 for no key and no delay, the sizes), each converted once.
 local numbers = {}
 local function num(text)
   local n = numbers[text]
