@@ -5,7 +5,9 @@
 //! they touch, and `lease.lua` and `flush.lua`, which need none of it. `budget.lua` (storage
 //! leases) is prepended to the scripts that grant or check leases: publish, lease, flush, sweep;
 //! `minutes.lua` (the last hour per minute) to every script that counts: those with common.lua,
-//! publish and flush. `rate.lua` (token rate limits) comes first in every script a request is
+//! publish and flush. `numbers.lua` (`num`: text to a number once per distinct text) to the
+//! scripts that read numbers per message in a batch: the chargeable common.lua ones and publish.
+//! `rate.lua` (token rate limits) comes first in every script a request is
 //! charged to: the common.lua ones and both publish scripts (it takes its arguments off ARGV
 //! before any other code reads ARGV); the rest of such a script runs as a function whose reply
 //! goes through rate.lua's `rate_reply` ([`charged!`] writes both ends of that function), so that
@@ -45,6 +47,7 @@ macro_rules! script {
     ($file:literal) => {
         charged!(
             include_str!("scripts/minutes.lua"),
+            include_str!("scripts/numbers.lua"),
             include_str!("scripts/common.lua"),
             include_str!(concat!("scripts/", $file))
         )
@@ -83,6 +86,7 @@ scripts! {
     publish: true, charged!(
         include_str!("scripts/minutes.lua"),
         include_str!("scripts/budget.lua"),
+        include_str!("scripts/numbers.lua"),
         include_str!("scripts/publish.lua")
     );
     publish_one: true, charged!(include_str!("scripts/publish_one.lua"));

@@ -25,16 +25,20 @@ if redis.call('EXISTS', K_STREAM) == 0 then
 end
 
 -- The receipts of a batch repeat the same few texts (delivery numbers, sizes, a stream id's
--- milliseconds): common.lua's num converts each once.
+-- milliseconds): numbers.lua's num converts each once.
 local find, sub = string.find, string.sub
 local function parse_sid(sid)
   local dash = find(sid, '-', 1, true)
   return num(sub(sid, 1, dash - 1)), num(sub(sid, dash + 1))
 end
+-- Whether the stream id of milliseconds am and sequence as comes before that of bm and bs.
+local function earlier(am, as, bm, bs)
+  return am < bm or (am == bm and as < bs)
+end
 local function sid_less(a, b)
   local am, as = parse_sid(a)
   local bm, bs = parse_sid(b)
-  return am < bm or (am == bm and as < bs)
+  return earlier(am, as, bm, bs)
 end
 
 -- PEL delivery counters of the batch: one XPENDING over the batch's id range (usually one
@@ -46,8 +50,8 @@ for i = 0, count - 1 do
   local sid = ARGV[4 + i * 6]
   local ms, seq = parse_sid(sid)
   added_at[i], seq_of[i] = ms, seq
-  if not lo or ms < lo_ms or (ms == lo_ms and seq < lo_seq) then lo, lo_ms, lo_seq = sid, ms, seq end
-  if not hi or ms > hi_ms or (ms == hi_ms and seq > hi_seq) then hi, hi_ms, hi_seq = sid, ms, seq end
+  if not lo or earlier(ms, seq, lo_ms, lo_seq) then lo, lo_ms, lo_seq = sid, ms, seq end
+  if not hi or earlier(hi_ms, hi_seq, ms, seq) then hi, hi_ms, hi_seq = sid, ms, seq end
 end
 local limit = count * 2 + 16
 local pel, last = {}, nil
@@ -90,7 +94,7 @@ for i = 0, count - 1 do
     freed = freed + num(sz)
     acked = acked + 1
     local ms, seq = added_at[i], seq_of[i]
-    if ms > top_ms or (ms == top_ms and seq > top_seq) then top_ms, top_seq = ms, seq end
+    if earlier(top_ms, top_seq, ms, seq) then top_ms, top_seq = ms, seq end
     -- A replica's clock a little behind Redis's counts as 0 ms (bucket 0), never negative.
     time_latency(latency, now - added_at[i])
     out[#out + 1] = 1
@@ -109,7 +113,7 @@ local function delete_acked()
   local oldest = redis.call('XPENDING', K_STREAM, 'g', '-', '+', 1)[1]
   if oldest then
     local ms, seq = parse_sid(oldest[1])
-    if ms < top_ms or (ms == top_ms and seq < top_seq) then
+    if earlier(ms, seq, top_ms, top_seq) then
       redis.call('XDEL', K_STREAM, unpack(sids))
       return
     end

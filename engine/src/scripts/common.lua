@@ -57,18 +57,6 @@ local function read_meta()
   }
 end
 
--- tonumber(text), converting each distinct text once per script call: tonumber is strtod, and a
--- batch repeats the same few texts. publish.lua, which stands without this file, has its own.
-local numbers = {}
-local function num(text)
-  local n = numbers[text]
-  if not n then
-    n = tonumber(text)
-    numbers[text] = n
-  end
-  return n
-end
-
 local function to_map(flat)
   local t = {}
   for i = 1, #flat, 2 do t[flat[i]] = flat[i + 1] end

@@ -24,12 +24,17 @@ local deadline = now + lease_ms
 promote_due(now, 100)
 
 local out, delivered, dead = { 'ok', lease_ms, '' }, 0, 0
-local function deliver(sid, e, attempts)
+-- Appends one delivery's 11 values to the reply (the layout in the header above).
+local function put(sid, id, b, ct, a, g, pa, attempts, n, sz, ik)
   local o = #out
-  out[o + 1] = sid; out[o + 2] = e.id; out[o + 3] = e.b; out[o + 4] = e.ct; out[o + 5] = e.a
-  out[o + 6] = e.g or ''; out[o + 7] = e.pa; out[o + 8] = attempts
-  out[o + 9] = e.n; out[o + 10] = e.sz; out[o + 11] = (e.ik and e.ik ~= '') and 1 or 0
+  out[o + 1] = sid; out[o + 2] = id; out[o + 3] = b; out[o + 4] = ct; out[o + 5] = a
+  out[o + 6] = g or ''; out[o + 7] = pa; out[o + 8] = attempts
+  out[o + 9] = n; out[o + 10] = sz; out[o + 11] = (ik and ik ~= '') and 1 or 0
   delivered = delivered + 1
+end
+
+local function deliver(sid, e, attempts)
+  put(sid, e.id, e.b, e.ct, e.a, e.g, e.pa, attempts, e.n, e.sz, e.ik)
 end
 
 -- deliver() of a never-delivered entry straight from its field list (XREADGROUP's), with
@@ -52,11 +57,8 @@ local function deliver_fields(sid, flat)
     end
   end
   a = a or ''
-  local o = #out
-  out[o + 1] = sid; out[o + 2] = id; out[o + 3] = b; out[o + 4] = ct or 'application/json'; out[o + 5] = a
-  out[o + 6] = g or ''; out[o + 7] = pa or string.match(sid, '^%d+'); out[o + 8] = n and tonumber(n) + 1 or 1
-  out[o + 9] = n or 0; out[o + 10] = sz or #b + #a; out[o + 11] = (ik and ik ~= '') and 1 or 0
-  delivered = delivered + 1
+  put(sid, id, b, ct or 'application/json', a, g, pa or string.match(sid, '^%d+'), n and tonumber(n) + 1 or 1, n or 0,
+    sz or #b + #a, ik)
 end
 
 -- 1. Due leases. Each pass removes what it saw from the due range (claimed leases move to the new

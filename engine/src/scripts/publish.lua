@@ -1,7 +1,7 @@
 -- publish.lua: stores a batch, or one message with an idempotency key or a delay, atomically (all
 -- or none); one plain message goes to publish_one.lua. A hot path too, so it runs without
 -- common.lua (whose fifteen KEYS and helpers cost more than this body) and takes only the keys it
--- touches; budget.lua and minutes.lua are prepended.
+-- touches; budget.lua, minutes.lua and numbers.lua are prepended.
 -- KEYS[1] meta, KEYS[2] stream, KEYS[3] delayed, KEYS[4] delayed:m, KEYS[5] stats, KEYS[6] wake
 --       (as in common.lua), KEYS[7] budget, KEYS[8] idem_ix, KEYS[9] large (common.lua's KEYS[13]
 --       and KEYS[14]), KEYS[10] minutes (common.lua's KEYS[15]; minutes.lua is prepended), then
@@ -23,17 +23,6 @@ local refused = rate_refused() if refused then return refused end
 local K_META, K_STREAM, K_DELAYED, K_DELAYED_M, K_STATS, K_WAKE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local K_BUDGET, K_IDEM_IX, K_LARGE, K_MINUTES = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local LARGE = 1048576
--- common.lua's num (this script stands without common.lua): a batch repeats the same few texts
--- (0 for no key and no delay, the sizes), each converted once.
-local numbers = {}
-local function num(text)
-  local n = numbers[text]
-  if not n then
-    n = tonumber(text)
-    numbers[text] = n
-  end
-  return n
-end
 local now, day, count, idem_prefix = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local me, my_lease = ARGV[5], ARGV[6]
 local meta = redis.call('HMGET', K_META, 'v', 'paused', 'payload_limit', 'storage_limit', 'w')
