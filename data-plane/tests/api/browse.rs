@@ -99,7 +99,7 @@ async fn fail_with(app: &TestApp, queue: &TestQueue, n: usize, reason: &str) {
         app.publish_text(queue, &format!("{reason} {i}")).await;
     }
     let leased = app.consume(queue, json!({"max_messages": n})).await;
-    let receipts: Vec<String> = leased.iter().map(|m| text(m, "receipt")).collect();
+    let receipts = receipts(&leased);
     app.nack(queue, json!({"receipts": receipts, "error": reason})).await;
 }
 

@@ -4,11 +4,7 @@
 
 use crate::helpers::*;
 use reqwest::StatusCode;
-use serde_json::{Value, json};
-
-fn receipts(messages: &[Value]) -> Vec<String> {
-    messages.iter().map(|m| m["receipt"].as_str().unwrap().to_owned()).collect()
-}
+use serde_json::json;
 
 #[tokio::test]
 async fn a_consume_acknowledges_the_previous_batch_before_leasing_the_next() {

@@ -126,7 +126,7 @@ async fn replay_all_and_purge_by_id_and_all() {
         app.publish_text(&queue, &format!("m{i}")).await;
     }
     let leased = app.consume(&queue, json!({"max_messages": 5})).await;
-    let receipts: Vec<String> = leased.iter().map(|m| text(m, "receipt")).collect();
+    let receipts = receipts(&leased);
     app.nack(&queue, json!({"receipts": receipts})).await;
     let dead = app.dead_letters(&queue).await;
     assert_eq!(dead.len(), 5);

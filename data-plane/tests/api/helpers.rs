@@ -266,6 +266,11 @@ pub fn text(message: &Value, field: &str) -> String {
     message[field].as_str().unwrap_or_else(|| panic!("{field} in {message}")).to_owned()
 }
 
+/// The receipts of consumed messages, in order.
+pub fn receipts(messages: &[Value]) -> Vec<String> {
+    messages.iter().map(|m| text(m, "receipt")).collect()
+}
+
 /// Starts a 10 s long poll on `waiting`, publishes through `publishing` once the poll waits, and
 /// returns how long after the publish the poll answered, with the messages it received.
 pub async fn wake_latency(waiting: &TestApp, publishing: &TestApp, queue: &TestQueue) -> (Duration, usize) {

@@ -147,7 +147,7 @@ async fn one_ack_batch_frees_each_message_once_and_keeps_idempotency_for_a_day()
     app.publish(&queue, json!({"body": "three", "attributes": {"a": "b"}})).await;
     let leased = app.consume(&queue, json!({"max_messages": 10})).await;
     assert_eq!(leased.len(), 3);
-    let receipts: Vec<String> = leased.iter().map(|m| text(m, "receipt")).collect();
+    let receipts = receipts(&leased);
     // The same receipt twice in one batch acknowledges once.
     let acked = app.ack(&queue, &[&receipts[0], &receipts[0], &receipts[1], &receipts[2]]).await;
     assert_eq!(acked["acked"], 3);
@@ -172,10 +172,9 @@ async fn acks_in_any_order_delete_exactly_the_acknowledged_messages() {
     for i in 0..8 {
         app.publish_text(&queue, &format!("m{i}")).await;
     }
-    let batch = |messages: Vec<serde_json::Value>| messages.iter().map(|m| text(m, "receipt")).collect::<Vec<_>>();
-    let a = batch(app.consume(&queue, json!({"max_messages": 2})).await);
-    let b = batch(app.consume(&queue, json!({"max_messages": 2})).await);
-    let c = batch(app.consume(&queue, json!({"max_messages": 2})).await);
+    let a = receipts(&app.consume(&queue, json!({"max_messages": 2})).await);
+    let b = receipts(&app.consume(&queue, json!({"max_messages": 2})).await);
+    let c = receipts(&app.consume(&queue, json!({"max_messages": 2})).await);
     let depth = |stats: serde_json::Value| {
         let d = &stats["depth"];
         (d["total"].as_u64().unwrap(), d["in_flight"].as_u64().unwrap(), d["ready"].as_u64().unwrap())

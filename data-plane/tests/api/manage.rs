@@ -49,7 +49,7 @@ async fn purge_removes_only_waiting_ready_messages() {
     let stats = app.stats(&queue).await;
     assert_eq!(stats["depth"], json!({"ready": 0, "in_flight": 2, "delayed": 1, "total": 3}));
     assert_eq!(stats["stored_bytes"], 2 * 2 + 4);
-    let receipts: Vec<String> = leased.iter().map(|m| text(m, "receipt")).collect();
+    let receipts = receipts(&leased);
     assert_eq!(app.ack(&queue, &[&receipts[0], &receipts[1]]).await["acked"], 2, "leases survived the purge");
 }
 
