@@ -81,6 +81,39 @@ async fn a_nack_returns_the_message_after_its_delay() {
 }
 
 #[tokio::test]
+async fn a_poll_is_told_when_its_first_lease_or_delay_falls_due() {
+    let app = spawn_app().await;
+    let queue = app.queue().await;
+    let before = now_ms();
+    app.publish_text(&queue, "now").await;
+    app.publish(&queue, json!({"body": "later", "delay_seconds": 60})).await;
+    let (engine, t0) = (&app.state.engine, now_ms());
+    // The only lease is the one just taken.
+    let (first, _, next_due_ms) = leased(engine, queue.id, 2000, t0).await;
+    assert_eq!(first.len(), 1);
+    assert_eq!(next_due_ms, Some(t0 + 2000));
+    // Leased for longer, the delay comes first.
+    let (first, _, _) = leased(engine, queue.id, 120_000, t0 + 2000).await;
+    assert_eq!(first[0].attempts, 2);
+    let (none, _, next_due_ms) = leased(engine, queue.id, 0, t0 + 2001).await;
+    assert!(none.is_empty());
+    let delay_due = next_due_ms.unwrap();
+    assert!(
+        (before + 60_000..=t0 + 60_000).contains(&delay_due),
+        "{delay_due} not 60 s after publishing at {before}..{t0}"
+    );
+    // Once due, the delayed message is delivered, and its lease is what falls due next.
+    let (later, _, next_due_ms) = leased(engine, queue.id, 1000, delay_due).await;
+    assert_eq!(later.len(), 1);
+    assert!(later[0].body == "later".as_bytes());
+    assert_eq!(next_due_ms, Some(delay_due + 1000));
+    // Both leases expired: both are delivered again, and nothing falls due before the new leases.
+    let (again, lease_ms, next_due_ms) = leased(engine, queue.id, 0, t0 + 130_000).await;
+    assert_eq!(again.len(), 2);
+    assert_eq!(next_due_ms, Some(t0 + 130_000 + lease_ms));
+}
+
+#[tokio::test]
 async fn nack_each_returns_each_message_after_its_own_delay() {
     let app = spawn_app().await;
     let queue = app.queue().await;

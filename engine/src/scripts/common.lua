@@ -44,7 +44,7 @@ local WAIT_GRACE_MS = 1000
 
 local function read_meta()
   local m = redis.call('HMGET', K_META, 'v', 'paused', 'visibility_ms', 'max_attempts', 'payload_limit', 'storage_limit',
-    'suspended')
+    'suspended', 'w')
   if not m[1] then return nil end
   return {
     paused = m[2] == '1',
@@ -54,6 +54,8 @@ local function read_meta()
     max_attempts = tonumber(m[4]),
     payload_limit = tonumber(m[5]),
     storage_limit = tonumber(m[6]),
+    -- Until when a long poll may wait (see mark_waiting), 0 when none has.
+    waiting_until = tonumber(m[8] or '0'),
   }
 end
 
@@ -94,10 +96,11 @@ local function wake(n, now)
 end
 
 -- A consume that found nothing and whose poll will wait until `until_ms`: moves the waiting mark
--- up to then (never back), so publishes PUBLISH. The grace covers replica clock skew.
-local function mark_waiting(until_ms)
+-- (read_meta's `waiting_until` of `meta`) up to then, never back, so publishes PUBLISH. The grace
+-- covers replica clock skew.
+local function mark_waiting(meta, until_ms)
   local mark = until_ms + WAIT_GRACE_MS
-  if tonumber(redis.call('HGET', K_META, 'w') or '0') < mark then redis.call('HSET', K_META, 'w', mark) end
+  if meta.waiting_until < mark then redis.call('HSET', K_META, 'w', mark) end
 end
 
 -- Deliveries so far of a leased entry of `stream`: the base carried in the entry plus the PEL
@@ -219,7 +222,6 @@ local function chunk_size(requested)
   return math.max(1, math.min(requested, math.floor(67108864 / payload)))
 end
 
--- The earliest time a lease or a delay falls due, or '' when none does.
 -- The dead letters a replay or purge acts on. ARGV[at] is 'all' (then ARGV[at + 1] is the
 -- requested chunk size: the oldest dead letters, one chunk per call), 'match' (then the requested
 -- chunk size, a cursor: '' or the dlq stream id to read on after, and a text: of the next chunk
@@ -254,15 +256,3 @@ local function dead_letter_targets(at)
   return targets, limit, #targets, ''
 end
 
-local function next_due()
-  local best = nil
-  for _, key in ipairs({ K_LEASE, K_DELAYED }) do
-    local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-    if first[2] then
-      local at = tonumber(first[2])
-      if not best or at < best then best = at end
-    end
-  end
-  if best then return tostring(best) end
-  return ''
-end

@@ -20,8 +20,20 @@ if meta.paused or meta.suspended then return { 'paused' } end
 if lease_ms == 0 then lease_ms = meta.visibility_ms end
 local deadline = now + lease_ms
 
+-- The first lease and the first delay to fall due (ms; nil when there is none), read once: they
+-- say whether anything is due now, and then when the caller should look again (the reply's next
+-- due), without a range query for each.
+local function earliest(key)
+  local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  return first[2] and tonumber(first[2])
+end
+local lease_due, delay_due = earliest(K_LEASE), earliest(K_DELAYED)
+
 -- Delays that fell due since the sweeper last ran become ready now, not up to a second later.
-promote_due(now, 100)
+if delay_due and delay_due <= now then
+  promote_due(now, 100)
+  delay_due = earliest(K_DELAYED)
+end
 
 local out, delivered, dead = { 'ok', lease_ms, '' }, 0, 0
 -- Appends one delivery's 11 values to the reply (the layout in the header above).
@@ -63,33 +75,36 @@ end
 
 -- 1. Due leases. Each pass removes what it saw from the due range (claimed leases move to the new
 -- deadline, dead letters and stale leases leave), so the loop ends.
-for _ = 1, 20 do
-  if delivered >= max then break end
-  local due = redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 0, max - delivered)
-  if #due == 0 then break end
-  for _, sid in ipairs(due) do
-    local e = entry(K_STREAM, sid)
-    local done = e and deliveries(K_STREAM, sid, e)
-    if not done then
-      -- A lease without its entry or PEL record cannot be delivered: drop the lease.
-      redis.call('ZREM', K_LEASE, sid)
-      redis.call('ZREM', K_BACKOFF, sid)
-      redis.call('HDEL', K_ERRORS, sid)
-    elseif done >= meta.max_attempts then
-      local reason = 'visibility timeout expired'
-      if redis.call('ZSCORE', K_BACKOFF, sid) then
-        reason = redis.call('HGET', K_ERRORS, sid) or 'nacked'
+if lease_due and lease_due <= now then
+  for _ = 1, 20 do
+    if delivered >= max then break end
+    local due = redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 0, max - delivered)
+    if #due == 0 then break end
+    for _, sid in ipairs(due) do
+      local e = entry(K_STREAM, sid)
+      local done = e and deliveries(K_STREAM, sid, e)
+      if not done then
+        -- A lease without its entry or PEL record cannot be delivered: drop the lease.
+        redis.call('ZREM', K_LEASE, sid)
+        redis.call('ZREM', K_BACKOFF, sid)
+        redis.call('HDEL', K_ERRORS, sid)
+      elseif done >= meta.max_attempts then
+        local reason = 'visibility timeout expired'
+        if redis.call('ZSCORE', K_BACKOFF, sid) then
+          reason = redis.call('HGET', K_ERRORS, sid) or 'nacked'
+        end
+        dead_letter(sid, e, reason, done, now)
+        dead = dead + 1
+      else
+        -- XCLAIM with min-idle 0 increments the PEL delivery counter: that is the attempt count.
+        redis.call('XCLAIM', K_STREAM, 'g', 'c', 0, sid)
+        redis.call('ZADD', K_LEASE, deadline, sid)
+        redis.call('ZREM', K_BACKOFF, sid)
+        deliver(sid, e, done + 1)
       end
-      dead_letter(sid, e, reason, done, now)
-      dead = dead + 1
-    else
-      -- XCLAIM with min-idle 0 increments the PEL delivery counter: that is the attempt count.
-      redis.call('XCLAIM', K_STREAM, 'g', 'c', 0, sid)
-      redis.call('ZADD', K_LEASE, deadline, sid)
-      redis.call('ZREM', K_BACKOFF, sid)
-      deliver(sid, e, done + 1)
     end
   end
+  lease_due = earliest(K_LEASE)
 end
 
 -- 2. Never-delivered entries. The lease is written in the same script as the PEL entry, so the
@@ -105,11 +120,14 @@ if delivered < max and redis.call('EXISTS', K_STREAM) == 1 then
       deliver_fields(sid, item[2])
     end
     redis.call('ZADD', K_LEASE, unpack(leases))
+    if not lease_due or deadline < lease_due then lease_due = deadline end
   end
 end
 
 bump('del:', day, delivered)
 count_minute(K_MINUTES, now, 0, delivered, 0, dead)
-if delivered == 0 and wait_until > now then mark_waiting(wait_until) end
-out[3] = next_due()
+if delivered == 0 and wait_until > now then mark_waiting(meta, wait_until) end
+local due = lease_due
+if delay_due and (not due or delay_due < due) then due = delay_due end
+out[3] = due and tostring(due) or ''
 return out
