@@ -2,10 +2,11 @@
 //! first, publishing back to back while consuming: `end_to_end::peak`): the AQS
 //! side of the comparison with each peer, through the same driver (`peers::end_to_end`). 64
 //! connections publish one message per request; consumers long-poll for up to 100 messages
-//! (`max_wait_seconds` 1) and ack each batch in one request.
+//! (`max_wait_seconds` 1) and acknowledge each batch with the consume that asks for the next
+//! (`"ack"`), as the SDKs' consumer loops do: one request a batch.
 
 use super::{Ctx, progress};
-use crate::api::{BenchQueue, Consumed, ack_body};
+use crate::api::{BenchQueue, Consumed, consume_body};
 use crate::client::{Call, Conn};
 use crate::load::Window;
 use crate::peers::{Consumer, Publisher, end_to_end, group};
@@ -14,7 +15,6 @@ use anyhow::Context;
 use base64::Engine;
 use bytes::Bytes;
 use hyper::StatusCode;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 const SCENARIO: &str = "end_to_end";
@@ -75,9 +75,9 @@ async fn consumers(
     for i in first_token..first_token + count {
         out.push(AqsConsumer {
             conn: ctx.target.connect().await?,
-            consume: queue.consume(i, 100, 1)?,
-            ack: queue.ack(i)?,
-            receipts: Vec::new(),
+            consume: queue.consume(i, BATCH, WAIT_SECONDS)?,
+            received: Vec::new(),
+            to_ack: Vec::new(),
         });
     }
     Ok(out)
@@ -105,35 +105,38 @@ impl Publisher for AqsPublisher {
     }
 }
 
-/// AQS's queue API as a `Consumer`: a long-poll consume of up to 100, then one ack request.
+const BATCH: u32 = 100;
+const WAIT_SECONDS: u32 = 1;
+
+/// AQS's queue API as a `Consumer`: a long-poll consume of up to 100 that carries the previous
+/// batch's receipts (`ack` holds them back for it).
 pub struct AqsConsumer {
     conn: Conn,
     consume: Call,
-    ack: Call,
-    receipts: Vec<String>,
-}
-
-#[derive(Deserialize)]
-struct Acked {
-    acked: u64,
+    /// The receipts of the last batch received.
+    received: Vec<String>,
+    /// Receipts `ack` was given, sent with the next consume.
+    to_ack: Vec<String>,
 }
 
 impl Consumer for AqsConsumer {
     async fn receive(&mut self) -> anyhow::Result<Vec<Bytes>> {
-        let answer = self.conn.expect(&self.consume, StatusCode::OK).await?;
-        let mut bodies = Vec::new();
-        for m in serde_json::from_slice::<Consumed>(&answer)?.messages {
+        let acking = std::mem::take(&mut self.to_ack);
+        let call = self.consume.with_body(consume_body(BATCH, WAIT_SECONDS, &acking));
+        let answer = serde_json::from_slice::<Consumed>(&self.conn.expect(&call, StatusCode::OK).await?)?;
+        let acked = answer.ack.map_or(0, |a| a.acked);
+        anyhow::ensure!(acked == acking.len() as u64, "a consume acknowledged {acked} of {} receipts", acking.len());
+        let mut bodies = Vec::with_capacity(answer.messages.len());
+        for m in answer.messages {
             bodies.push(Bytes::from(base64::engine::general_purpose::STANDARD.decode(&m.body_base64)?));
-            self.receipts.push(m.receipt);
+            self.received.push(m.receipt);
         }
         Ok(bodies)
     }
 
+    /// Holds the receipts for the next consume, so acknowledges nothing itself.
     async fn ack(&mut self) -> anyhow::Result<u64> {
-        if self.receipts.is_empty() {
-            return Ok(0);
-        }
-        let call = self.ack.with_body(ack_body(&std::mem::take(&mut self.receipts)));
-        Ok(serde_json::from_slice::<Acked>(&self.conn.expect(&call, StatusCode::OK).await?)?.acked)
+        self.to_ack.append(&mut self.received);
+        Ok(0)
     }
 }
