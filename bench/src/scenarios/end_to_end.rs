@@ -49,7 +49,7 @@ async fn measure(ctx: &mut Ctx) -> anyhow::Result<Vec<ScenarioResult>> {
     Ok(vec![
         ScenarioResult::new(SCENARIO, figures.p99_ms, "ms (p99)").latency(Some(figures.p50_ms), Some(figures.p99_ms)).note(
             format!(
-                "offered {rate:.0}/s (50% of the end-to-end peak, {peak:.0}/s, measured publishing back to back while consuming), {conns} publishing connections, {} consumers (100, long poll) acking per batch; latency from the scheduled time to receipt; {}",
+                "offered {rate:.0}/s (50% of the end-to-end peak, {peak:.0}/s, measured publishing back to back while consuming), {conns} publishing connections, {} consumers (100, long poll) acking each batch with the next consume; latency from the scheduled time to receipt; {}",
                 s.consumers,
                 outcome.note()
             ),
