@@ -162,6 +162,52 @@ async fn a_batch_is_stored_whole_or_not_at_all() {
     assert_eq!(stats["depth"]["delayed"], 1, "{stats}");
 }
 
+/// A batch's stream entries carry no published time of their own (it is the stream id's, as for a
+/// single publish): the reply, a duplicate in the same batch, a later duplicate and the consumer
+/// all give the same one.
+#[tokio::test]
+async fn a_batch_gives_each_message_one_published_time() {
+    let app = spawn_app().await;
+    let queue = app.queue().await;
+    let batch = json!({"messages": [
+        {"body": "a"}, {"body": "b", "idempotency_key": "k"}, {"body": "b", "idempotency_key": "k"},
+        {"body": "later", "idempotency_key": "d", "delay_seconds": 60}, {"body": "later", "idempotency_key": "d", "delay_seconds": 60}
+    ]});
+    let (status, body) = app.post(&queue.token, &app.url(&queue, "/messages/batch"), &batch).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let entries = body["messages"].as_array().unwrap();
+    for (original, duplicate) in [(1, 2), (3, 4)] {
+        assert_eq!(entries[duplicate]["duplicate"], true);
+        for field in ["id", "published_at", "available_at"] {
+            assert_eq!(entries[duplicate][field], entries[original][field], "{field} of entry {duplicate}");
+        }
+    }
+    assert_eq!(entries[1]["published_at"], entries[1]["available_at"]);
+    assert_ne!(entries[3]["published_at"], entries[3]["available_at"]);
+
+    let (status, again) =
+        app.post(&queue.token, &app.url(&queue, "/messages"), &json!({"body": "b", "idempotency_key": "k"})).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!((&again["id"], &again["published_at"]), (&entries[1]["id"], &entries[1]["published_at"]));
+
+    let consumed = app.consume(&queue, json!({"max_messages": 10})).await;
+    assert_eq!(consumed.len(), 2);
+    for (message, entry) in consumed.iter().zip([&entries[0], &entries[1]]) {
+        assert_eq!((&message["id"], &message["published_at"]), (&entry["id"], &entry["published_at"]));
+    }
+    let fields: Vec<String> = redis::cmd("XRANGE")
+        .arg(app.keys.queue(queue.id).stream())
+        .arg("-")
+        .arg("+")
+        .query_async::<Vec<(String, Vec<String>)>>(&mut app.redis.clone())
+        .await
+        .unwrap()
+        .into_iter()
+        .flat_map(|(_, flat)| flat.into_iter().step_by(2))
+        .collect();
+    assert_eq!(fields, ["id", "b", "id", "b", "ik"], "a batch's stream entries hold only what they need");
+}
+
 #[tokio::test]
 async fn a_delayed_message_becomes_available_on_time() {
     let app = spawn_app().await;

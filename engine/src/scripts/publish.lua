@@ -17,8 +17,10 @@
 -- Returns {'ok', then per message: duplicate (0/1), id, published ms, available ms}
 --      or  {'no_queue'} | {'paused'} | {'storage'} | {'too_large', index} | {'conflict', index}
 --      (index 0-based).
--- Stream entries leave out what common.lua's `complete` derives (v, n, sz, and ct and a at their
--- defaults); delayed ones are whole records (common.lua's entry_args).
+-- Stream entries leave out what common.lua's `complete` derives (v, n, sz, pa, and ct and a at
+-- their defaults), as publish_one.lua's do: a message published to the stream is published at its
+-- stream id's milliseconds, which the reply and its idempotency record give too. Delayed ones are
+-- whole records (common.lua's entry_args), published now.
 local refused = rate_refused() if refused then return refused end
 local K_META, K_STREAM, K_DELAYED, K_DELAYED_M, K_STATS, K_WAKE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local K_BUDGET, K_IDEM_IX, K_LARGE, K_MINUTES = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
@@ -77,14 +79,21 @@ for i = 0, count - 1 do
   local dup = nil
   if key_index > 0 then
     local key = KEYS[key_index]
-    -- Record: id:fingerprint:published:available.
-    local rec = records[key] or redis.call('GET', key)
-    if rec then
-      local id, fp, pa, av = string.match(rec, '^(%x+):(%x+):(%d+):(%d+)$')
-      if fp ~= ARGV[base + 6] then return { 'conflict', i } end
-      dup = { id, pa, av }
+    local mine = records[key]
+    if mine then
+      -- A key an earlier entry of this batch stores: that entry's reply, once it is written.
+      if mine.fp ~= ARGV[base + 6] then return { 'conflict', i } end
+      dup = mine
     else
-      records[key] = ARGV[base] .. ':' .. ARGV[base + 6] .. ':' .. now .. ':' .. (now + num(ARGV[base + 7]))
+      -- Record: id:fingerprint:published:available.
+      local rec = redis.call('GET', key)
+      if rec then
+        local id, fp, pa, av = string.match(rec, '^(%x+):(%x+):(%d+):(%d+)$')
+        if fp ~= ARGV[base + 6] then return { 'conflict', i } end
+        dup = { id = id, pa = pa, av = av }
+      else
+        records[key] = { id = ARGV[base], fp = ARGV[base + 6] }
+      end
     end
   end
   if dup then dups[i] = dup else new_bytes = new_bytes + num(ARGV[base + 8]) end
@@ -98,32 +107,36 @@ for i = 0, count - 1 do
   local base = 7 + i * 9
   local dup = dups[i]
   if dup then
-    out[#out + 1] = 1; out[#out + 1] = dup[1]; out[#out + 1] = dup[2]; out[#out + 1] = dup[3]
+    out[#out + 1] = 1; out[#out + 1] = dup.id; out[#out + 1] = dup.pa; out[#out + 1] = dup.av
   else
     local id, delay, key_index = ARGV[base], num(ARGV[base + 7]), num(ARGV[base + 5])
-    local ik = nil
-    if key_index > 0 then
-      ik = string.sub(KEYS[key_index], idem_prefix + 1)
-      redis.call('SET', KEYS[key_index], records[KEYS[key_index]])
-      redis.call('ZADD', K_IDEM_IX, 'inf', ik)
-    end
+    local ik = key_index > 0 and string.sub(KEYS[key_index], idem_prefix + 1) or nil
     local g = ARGV[base + 4]
+    local pa
     if delay > 0 then
-      local e = { id = id, b = ARGV[base + 1], ct = ARGV[base + 2], a = ARGV[base + 3], g = g, pa = ARGV[1], ik = ik, n = '0', sz = ARGV[base + 8] }
+      pa = ARGV[1]
+      local e = { id = id, b = ARGV[base + 1], ct = ARGV[base + 2], a = ARGV[base + 3], g = g, pa = pa, ik = ik, n = '0', sz = ARGV[base + 8] }
       redis.call('HSET', K_DELAYED_M, id, cmsgpack.pack(e))
       redis.call('ZADD', K_DELAYED, now + delay, id)
     else
-      local args = { 'id', id, 'b', ARGV[base + 1], 'pa', ARGV[1] }
+      local args = { 'id', id, 'b', ARGV[base + 1] }
       if ARGV[base + 2] ~= 'application/json' then args[#args + 1] = 'ct'; args[#args + 1] = ARGV[base + 2] end
       if ARGV[base + 3] ~= '' then args[#args + 1] = 'a'; args[#args + 1] = ARGV[base + 3] end
       if g ~= '' then args[#args + 1] = 'g'; args[#args + 1] = g end
       if ik then args[#args + 1] = 'ik'; args[#args + 1] = ik end
-      xadd_ready(args)
+      pa = string.match(xadd_ready(args), '^%d+')
+    end
+    local av = num(pa) + delay
+    if ik then
+      local rec = records[KEYS[key_index]]
+      rec.pa, rec.av = pa, av
+      redis.call('SET', KEYS[key_index], id .. ':' .. rec.fp .. ':' .. pa .. ':' .. av)
+      redis.call('ZADD', K_IDEM_IX, 'inf', ik)
     end
     -- Counted while stored, wherever it moves, so a payload downgrade can wait for it (common.lua).
     if #ARGV[base + 1] > LARGE then redis.call('ZADD', K_LARGE, #ARGV[base + 1], id) end
     written = written + 1
-    out[#out + 1] = 0; out[#out + 1] = id; out[#out + 1] = now; out[#out + 1] = now + delay
+    out[#out + 1] = 0; out[#out + 1] = id; out[#out + 1] = pa; out[#out + 1] = av
   end
 end
 if written > 0 then stored(written) end
