@@ -2,6 +2,7 @@
 //! Lua cannot block.
 
 use super::Engine;
+use super::publish::DEFAULT_CONTENT_TYPE;
 use super::reply::{Reply, Status, unexpected};
 use crate::error::StorageResult;
 use aqs_core::ids::{MessageId, QueueId};
@@ -67,26 +68,49 @@ impl Engine {
         }
         let lease_ms = reply.uint()?;
         let next_due_ms = reply.opt_uint()?;
-        let mut deliveries = Vec::with_capacity(reply.remaining() / 11);
+        let mut deliveries = Vec::with_capacity(reply.remaining() / 4);
         while reply.remaining() > 0 {
-            let sid = reply.text()?;
-            let id = reply.text()?;
-            deliveries.push(Delivery {
-                stream_id: StreamId::parse(&sid).ok_or_else(|| anyhow::anyhow!("bad stream id {sid}"))?,
-                message: MessageId::parse(&id).ok_or_else(|| anyhow::anyhow!("bad message id {id}"))?,
-                body: reply.bytes()?,
-                content_type: reply.text()?,
-                attributes: reply.text()?,
-                group_id: reply.opt_text()?,
-                published_at_ms: reply.uint()?,
-                attempts: reply.uint()? as u32,
-                hint: AckHint {
-                    base: reply.uint()? as u32,
-                    stored_bytes: reply.uint()?,
-                    idempotency_key: reply.int()? == 1,
-                },
-            });
+            deliveries.push(delivery(&mut reply)?);
         }
         Ok(ConsumeOutcome::Delivered { deliveries, lease_ms, next_due_ms })
+    }
+}
+
+/// One delivery of consume.lua's reply: the stream id, message id and body, then either the 8
+/// other values or none, for a plain message's first delivery (see the script's header).
+fn delivery(reply: &mut Reply) -> StorageResult<Delivery> {
+    let sid = reply.text()?;
+    let id = reply.text()?;
+    let stream_id = StreamId::parse(&sid).ok_or_else(|| anyhow::anyhow!("bad stream id {sid}"))?;
+    let message = MessageId::parse(&id).ok_or_else(|| anyhow::anyhow!("bad message id {id}"))?;
+    let body = reply.bytes()?;
+    match reply.uint()? {
+        0 => Ok(Delivery {
+            stream_id,
+            message,
+            content_type: DEFAULT_CONTENT_TYPE.to_owned(),
+            attributes: String::new(),
+            group_id: None,
+            published_at_ms: stream_id.ms,
+            attempts: 1,
+            hint: AckHint { base: 0, stored_bytes: body.len() as u64, idempotency_key: false },
+            body,
+        }),
+        8 => Ok(Delivery {
+            stream_id,
+            message,
+            body,
+            content_type: reply.text()?,
+            attributes: reply.text()?,
+            group_id: reply.opt_text()?,
+            published_at_ms: reply.uint()?,
+            attempts: reply.uint()? as u32,
+            hint: AckHint {
+                base: reply.uint()? as u32,
+                stored_bytes: reply.uint()?,
+                idempotency_key: reply.int()? == 1,
+            },
+        }),
+        other => Err(anyhow::anyhow!("consume.lua gave {other} values after a delivery's body").into()),
     }
 }

@@ -63,7 +63,7 @@ impl NewMessage {
 }
 
 /// The content type an entry leaves out (common.lua's `complete` fills it back in).
-const DEFAULT_CONTENT_TYPE: &str = "application/json";
+pub(crate) const DEFAULT_CONTENT_TYPE: &str = "application/json";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Published {

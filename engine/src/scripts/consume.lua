@@ -4,10 +4,15 @@
 --       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, utc_day, max messages, lease ms (0 = the queue's visibility timeout), the ms until
 --       which the caller will wait for messages if this finds none (0 = it will not wait).
--- Returns {'ok', lease ms, next due ms or '', then per message 11 values:
---          stream id, message id, body, content type, attributes, group id or '', published ms, attempts,
---          delivery base n, accounted bytes sz, has an idempotency key (1/0)}
---          (the last three go into the receipt, so that ack need not read the entry).
+-- Returns {'ok', lease ms, next due ms or '', then per message: stream id, message id, body, and
+--          how many values follow (0 or 8):
+--          8: content type, attributes, group id or '', published ms, attempts, delivery base n,
+--             accounted bytes sz, has an idempotency key (1/0) (the last three go into the receipt,
+--             so that ack need not read the entry);
+--          0: a first delivery of an entry as publish_one.lua writes it, every one of those at
+--             common.lua's `complete` defaults (application/json, no attributes, no group,
+--             published at the stream id's ms, attempt 1, n 0, sz the body's length, no key).
+--          Each value costs Redis time to copy out of Lua, and most messages are plain.
 --      or {'no_queue'} | {'paused'} (paused, or its team suspended).
 local refused = rate_refused() if refused then return refused end
 local now, day, max, lease_ms = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -36,12 +41,19 @@ if delay_due and delay_due <= now then
 end
 
 local out, delivered, dead = { 'ok', lease_ms, '' }, 0, 0
--- Appends one delivery's 11 values to the reply (the layout in the header above).
+-- Appends one delivery to the reply, whole (the layout in the header above).
 local function put(sid, id, b, ct, a, g, pa, attempts, n, sz, ik)
   local o = #out
-  out[o + 1] = sid; out[o + 2] = id; out[o + 3] = b; out[o + 4] = ct; out[o + 5] = a
-  out[o + 6] = g or ''; out[o + 7] = pa; out[o + 8] = attempts
-  out[o + 9] = n; out[o + 10] = sz; out[o + 11] = (ik and ik ~= '') and 1 or 0
+  out[o + 1] = sid; out[o + 2] = id; out[o + 3] = b; out[o + 4] = 8
+  out[o + 5] = ct; out[o + 6] = a; out[o + 7] = g or ''; out[o + 8] = pa; out[o + 9] = attempts
+  out[o + 10] = n; out[o + 11] = sz; out[o + 12] = (ik and ik ~= '') and 1 or 0
+  delivered = delivered + 1
+end
+
+-- Appends the first delivery of an entry whose every other field is at its default.
+local function put_plain(sid, id, b)
+  local o = #out
+  out[o + 1] = sid; out[o + 2] = id; out[o + 3] = b; out[o + 4] = 0
   delivered = delivered + 1
 end
 
@@ -68,6 +80,7 @@ local function deliver_fields(sid, flat)
     elseif f == 'ik' then ik = v
     end
   end
+  if not (ct or a or g or pa or n or sz or ik) then return put_plain(sid, id, b) end
   a = a or ''
   put(sid, id, b, ct or 'application/json', a, g, pa or string.match(sid, '^%d+'), n and tonumber(n) + 1 or 1, n or 0,
     sz or #b + #a, ik)
