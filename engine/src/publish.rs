@@ -60,6 +60,14 @@ impl NewMessage {
     fn is_plain(&self) -> bool {
         self.idempotency_key.is_none() && self.delay_ms == 0
     }
+
+    /// Plain, and every other field at its default: all `publish.lua` needs is its id and body.
+    fn is_bare(&self) -> bool {
+        self.is_plain()
+            && self.content_type == DEFAULT_CONTENT_TYPE
+            && self.attributes.is_empty()
+            && self.group_id.is_none()
+    }
 }
 
 /// The content type an entry leaves out (common.lua's `complete` fills it back in).
@@ -154,8 +162,13 @@ impl Engine {
         inv.arg(self.replica.as_ref()).arg(my_lease.map(|lease| lease.to_string()).unwrap_or_default());
         let mut key_index = 10;
         for message in messages {
-            inv.arg(MessageId::new().to_string())
-                .arg(message.body.as_slice())
+            inv.arg(MessageId::new().to_string()).arg(message.body.as_slice());
+            // A bare message is its id and body: publish.lua knows the rest (its header).
+            if message.is_bare() {
+                inv.arg(0);
+                continue;
+            }
+            inv.arg(7)
                 .arg(message.content_type.as_str())
                 .arg(message.attributes.as_str())
                 .arg(message.group_id.as_deref().unwrap_or(""));

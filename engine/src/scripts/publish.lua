@@ -9,11 +9,13 @@
 --       bucket when charged (rate.lua, prepended: it also opens ARGV, and a refusal returns
 --       {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, utc_day, count, length of the idempotency key prefix, replica id, this replica's
---       storage lease when it gives part of it back first ('' = as recorded), then per message 9
---       values:
---       message id, body, content type, attributes JSON, group id ('' = none),
---       KEYS index of its idempotency key (0 = none), payload fingerprint ('' without a key),
---       delay ms, accounted bytes.
+--       storage lease when it gives part of it back first ('' = as recorded), then per message:
+--       message id, body, and how many values follow (0 or 7):
+--       7: content type, attributes JSON, group id ('' = none), KEYS index of its idempotency
+--          key (0 = none), payload fingerprint ('' without a key), delay ms, accounted bytes;
+--       0: a bare message: application/json, no attributes, no group, no key, no delay, its
+--          body's length accounted. Every argument costs Redis time to turn into a Lua string, and
+--          most messages are bare.
 -- Returns {'ok', then per message: duplicate (0/1), id, published ms, available ms}
 --      or  {'no_queue'} | {'paused'} | {'storage'} | {'too_large', index} | {'conflict', index}
 --      (index 0-based).
@@ -69,34 +71,45 @@ local function stored(n)
   if meta[5] and tonumber(meta[5]) >= now then redis.call('PUBLISH', K_WAKE, n .. ':' .. me) end
 end
 
+-- Where each message's values start in ARGV (the layout in the header), and whether it is bare.
+local at, bare = {}, {}
+do
+  local pos = 7
+  for i = 0, count - 1 do
+    at[i], bare[i] = pos, ARGV[pos + 2] == '0'
+    pos = pos + (bare[i] and 3 or 10)
+  end
+end
+
 -- Pass 1: validate everything and resolve idempotency keys; nothing is written yet, so a refusal
 -- of any entry leaves the queue untouched.
 local dups, records, new_bytes = {}, {}, 0
 for i = 0, count - 1 do
-  local base = 7 + i * 9
-  if #ARGV[base + 1] > payload_limit then return { 'too_large', i } end
-  local key_index = num(ARGV[base + 5])
+  local base = at[i]
+  local body = ARGV[base + 1]
+  if #body > payload_limit then return { 'too_large', i } end
+  local key_index = bare[i] and 0 or num(ARGV[base + 6])
   local dup = nil
   if key_index > 0 then
-    local key = KEYS[key_index]
+    local key, fingerprint = KEYS[key_index], ARGV[base + 7]
     local mine = records[key]
     if mine then
       -- A key an earlier entry of this batch stores: that entry's reply, once it is written.
-      if mine.fp ~= ARGV[base + 6] then return { 'conflict', i } end
+      if mine.fp ~= fingerprint then return { 'conflict', i } end
       dup = mine
     else
       -- Record: id:fingerprint:published:available.
       local rec = redis.call('GET', key)
       if rec then
         local id, fp, pa, av = string.match(rec, '^(%x+):(%x+):(%d+):(%d+)$')
-        if fp ~= ARGV[base + 6] then return { 'conflict', i } end
+        if fp ~= fingerprint then return { 'conflict', i } end
         dup = { id = id, pa = pa, av = av }
       else
-        records[key] = { id = ARGV[base], fp = ARGV[base + 6] }
+        records[key] = { id = ARGV[base], fp = fingerprint }
       end
     end
   end
-  if dup then dups[i] = dup else new_bytes = new_bytes + num(ARGV[base + 8]) end
+  if dup then dups[i] = dup else new_bytes = new_bytes + (bare[i] and #body or num(ARGV[base + 9])) end
 end
 
 if not reserve(new_bytes) then return { 'storage' } end
@@ -104,24 +117,27 @@ if not reserve(new_bytes) then return { 'storage' } end
 -- Pass 2: write.
 local out, written = { 'ok' }, 0
 for i = 0, count - 1 do
-  local base = 7 + i * 9
+  local base = at[i]
   local dup = dups[i]
   if dup then
     out[#out + 1] = 1; out[#out + 1] = dup.id; out[#out + 1] = dup.pa; out[#out + 1] = dup.av
   else
-    local id, delay, key_index = ARGV[base], num(ARGV[base + 7]), num(ARGV[base + 5])
+    local id, body = ARGV[base], ARGV[base + 1]
+    local ct, a, g, key_index, delay = 'application/json', '', '', 0, 0
+    if not bare[i] then
+      ct, a, g, key_index, delay = ARGV[base + 3], ARGV[base + 4], ARGV[base + 5], num(ARGV[base + 6]), num(ARGV[base + 8])
+    end
     local ik = key_index > 0 and string.sub(KEYS[key_index], idem_prefix + 1) or nil
-    local g = ARGV[base + 4]
     local pa
     if delay > 0 then
       pa = ARGV[1]
-      local e = { id = id, b = ARGV[base + 1], ct = ARGV[base + 2], a = ARGV[base + 3], g = g, pa = pa, ik = ik, n = '0', sz = ARGV[base + 8] }
+      local e = { id = id, b = body, ct = ct, a = a, g = g, pa = pa, ik = ik, n = '0', sz = ARGV[base + 9] }
       redis.call('HSET', K_DELAYED_M, id, cmsgpack.pack(e))
       redis.call('ZADD', K_DELAYED, now + delay, id)
     else
-      local args = { 'id', id, 'b', ARGV[base + 1] }
-      if ARGV[base + 2] ~= 'application/json' then args[#args + 1] = 'ct'; args[#args + 1] = ARGV[base + 2] end
-      if ARGV[base + 3] ~= '' then args[#args + 1] = 'a'; args[#args + 1] = ARGV[base + 3] end
+      local args = { 'id', id, 'b', body }
+      if ct ~= 'application/json' then args[#args + 1] = 'ct'; args[#args + 1] = ct end
+      if a ~= '' then args[#args + 1] = 'a'; args[#args + 1] = a end
       if g ~= '' then args[#args + 1] = 'g'; args[#args + 1] = g end
       if ik then args[#args + 1] = 'ik'; args[#args + 1] = ik end
       pa = string.match(xadd_ready(args), '^%d+')
@@ -134,7 +150,7 @@ for i = 0, count - 1 do
       redis.call('ZADD', K_IDEM_IX, 'inf', ik)
     end
     -- Counted while stored, wherever it moves, so a payload downgrade can wait for it (common.lua).
-    if #ARGV[base + 1] > LARGE then redis.call('ZADD', K_LARGE, #ARGV[base + 1], id) end
+    if #body > LARGE then redis.call('ZADD', K_LARGE, #body, id) end
     written = written + 1
     out[#out + 1] = 0; out[#out + 1] = id; out[#out + 1] = pa; out[#out + 1] = av
   end
