@@ -71,21 +71,16 @@ local function stored(n)
   if meta[5] and tonumber(meta[5]) >= now then redis.call('PUBLISH', K_WAKE, n .. ':' .. me) end
 end
 
--- Where each message's values start in ARGV (the layout in the header), and whether it is bare.
-local at, bare = {}, {}
-do
-  local pos = 7
-  for i = 0, count - 1 do
-    at[i], bare[i] = pos, ARGV[pos + 2] == '0'
-    pos = pos + (bare[i] and 3 or 10)
-  end
-end
-
 -- Pass 1: validate everything and resolve idempotency keys; nothing is written yet, so a refusal
--- of any entry leaves the queue untouched.
+-- of any entry leaves the queue untouched. It also finds where each message's values start in
+-- ARGV (the layout in the header) and whether it is bare, for pass 2.
+local at, bare = {}, {}
 local dups, records, new_bytes = {}, {}, 0
+local pos = 7
 for i = 0, count - 1 do
-  local base = at[i]
+  local base = pos
+  at[i], bare[i] = base, ARGV[base + 2] == '0'
+  pos = pos + (bare[i] and 3 or 10)
   local body = ARGV[base + 1]
   if #body > payload_limit then return { 'too_large', i } end
   local key_index = bare[i] and 0 or num(ARGV[base + 6])
