@@ -63,8 +63,13 @@ pub fn rows(peer: &Peer, aqs: &SideFigures, theirs: &SideFigures, s: &Scale) -> 
     }
     let side = |name: &str, e: Option<super::EndToEnd>| match e {
         Some(e) => format!(
-            "{name} at {:.0}/s: p50 {:.2} ms, p99 {:.2} ms ({} sent, {} received)",
-            e.rate, e.p50_ms, e.p99_ms, e.sent, e.received
+            "{name} at {:.0}/s: p50 {:.2} ms, p99 {:.2} ms, publish confirmed p50 {} ({} sent, {} received)",
+            e.rate,
+            e.p50_ms,
+            e.p99_ms,
+            e.confirmed_p50_ms.map_or("-".into(), |ms| format!("{ms:.2} ms")),
+            e.sent,
+            e.received
         ),
         None => format!("{name}: no figure"),
     };
@@ -146,7 +151,7 @@ mod tests {
     }
 
     fn e2e(p99_ms: f64) -> EndToEnd {
-        EndToEnd { rate: 1000.0, p50_ms: 1.0, p99_ms, sent: 10, received: 10 }
+        EndToEnd { rate: 1000.0, p50_ms: 1.0, p99_ms, confirmed_p50_ms: None, sent: 10, received: 10 }
     }
 
     #[test]

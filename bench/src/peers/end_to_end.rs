@@ -25,14 +25,21 @@ pub struct Outcome {
     /// Messages received (and timed) by the consumers.
     pub received: u64,
     pub latencies: Latencies,
+    /// From each message's scheduled time to its publish being confirmed: the publishing share of
+    /// `latencies`.
+    pub confirmed: Latencies,
     /// Publish and consume errors.
     pub errors: Tally,
 }
 
 impl Outcome {
-    /// `"; N sent, M received"` plus errors, for the note.
-    pub fn note(&self) -> String {
-        format!("{} sent, {} received{}", self.sent, self.received, self.errors.error_note())
+    /// `"N sent, M received, publish confirmed p50 … / p99 … ms"` plus errors, for the note.
+    pub fn note(&mut self) -> String {
+        let confirmed = match self.confirmed.p50_p99_ms() {
+            (Some(p50), Some(p99)) => format!(", publish confirmed p50 {p50:.2} / p99 {p99:.2} ms"),
+            _ => String::new(),
+        };
+        format!("{} sent, {} received{confirmed}{}", self.sent, self.received, self.errors.error_note())
     }
 }
 
@@ -58,10 +65,14 @@ pub async fn run<P: Publisher, C: Consumer>(
             let arrivals = arrivals.clone();
             tokio::spawn(async move {
                 let mut tally = Tally::default();
+                let mut confirmed = Latencies::new();
                 loop {
-                    let Some(due) = arrivals.next().await else { return tally };
+                    let Some(due) = arrivals.next().await else { return (tally, confirmed) };
                     match publisher.publish(&[Bytes::from(timed_body_at(due))]).await {
-                        Ok(()) => tally.msgs += 1,
+                        Ok(()) => {
+                            confirmed.record(Instant::now().saturating_duration_since(due));
+                            tally.msgs += 1;
+                        }
                         Err(err) => tally.error(format!("publish: {err:#}")),
                     }
                 }
@@ -70,7 +81,8 @@ pub async fn run<P: Publisher, C: Consumer>(
         .collect();
     let mut outcome = Outcome::default();
     for p in publishers {
-        let tally = p.await?;
+        let (tally, confirmed) = p.await?;
+        outcome.confirmed.merge(confirmed);
         outcome.sent += tally.msgs;
         outcome.errors.merge(Tally { msgs: 0, ..tally });
     }

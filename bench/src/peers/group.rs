@@ -165,7 +165,15 @@ async fn latency<S: Side>(side: &mut S, name: &str, scale: &Scale, rate: f64) ->
 /// p50 and p99 of an end-to-end run; `None` when nothing arrived.
 pub fn figures_of(outcome: &mut end_to_end::Outcome, rate: f64) -> Option<EndToEnd> {
     let (p50, p99) = outcome.latencies.p50_p99_ms();
-    Some(EndToEnd { rate, p50_ms: p50?, p99_ms: p99?, sent: outcome.sent, received: outcome.received })
+    let confirmed_p50_ms = outcome.confirmed.p50_p99_ms().0;
+    Some(EndToEnd {
+        rate,
+        p50_ms: p50?,
+        p99_ms: p99?,
+        confirmed_p50_ms,
+        sent: outcome.sent,
+        received: outcome.received,
+    })
 }
 
 /// Server memory per stored message, payload included: its resident memory before and after

@@ -64,6 +64,8 @@ pub struct EndToEnd {
     pub rate: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// p50 from the scheduled time to the publish being confirmed: the publishing share of `p50_ms`.
+    pub confirmed_p50_ms: Option<f64>,
     pub sent: u64,
     pub received: u64,
 }
