@@ -12,7 +12,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
+use redis::IntoConnectionInfo;
 use redis::aio::ConnectionManager;
+use redis::io::tcp::TcpSettings;
 use serde::Deserialize;
 use std::future::Future;
 use std::sync::Arc;
@@ -37,7 +39,9 @@ pub async fn serve(
     redis_url: &str,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let client = redis::Client::open(redis_url).context("bad Redis URL")?;
+    // TCP_NODELAY, as AQS's own connections (`aqs_core::redis_conn::tcp_settings`).
+    let info = redis_url.into_connection_info().context("bad Redis URL")?;
+    let client = redis::Client::open(info.set_tcp_settings(TcpSettings::default().set_nodelay(true)))?;
     let redis = ConnectionManager::new(client).await.context("cannot connect to Redis")?;
     let state = Arc::new(Floor { redis, script: redis::Script::new(XADD_LUA) });
     let app = Router::new().route("/queue/v1/{slug}/messages", post(publish)).with_state(state);

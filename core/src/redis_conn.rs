@@ -16,7 +16,8 @@ use anyhow::{Context, bail};
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-use redis::{Cmd, ErrorKind, Pipeline, RedisFuture, ServerErrorKind, TlsCertificates, Value};
+use redis::io::tcp::TcpSettings;
+use redis::{Cmd, ErrorKind, IntoConnectionInfo, Pipeline, RedisFuture, ServerErrorKind, TlsCertificates, Value};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -65,11 +66,21 @@ impl RedisOptions {
     }
 }
 
+/// The TCP settings of every connection to Redis: `TCP_NODELAY` on. The redis crate leaves
+/// Nagle's algorithm on unless told, and then a command written while the connection still has an
+/// unacknowledged one in flight waits for that ACK, which Redis may delay: under load, stalls of 20
+/// to 80 ms in which every command of the process waited (`docs/performance.md`, "Nagle's
+/// algorithm on the Redis connection").
+pub fn tcp_settings() -> TcpSettings {
+    TcpSettings::default().set_nodelay(true)
+}
+
 /// A client for `url`, with `certificates` as its TLS roots when it is a `rediss://` URL.
 pub(crate) fn client(url: &str, certificates: &Option<TlsCertificates>) -> redis::RedisResult<redis::Client> {
+    let info = url.into_connection_info()?.set_tcp_settings(tcp_settings());
     match certificates {
-        Some(certs) if url.starts_with("rediss://") => redis::Client::build_with_tls(url, certs.clone()),
-        _ => redis::Client::open(url),
+        Some(certs) if url.starts_with("rediss://") => redis::Client::build_with_tls(info, certs.clone()),
+        _ => redis::Client::open(info),
     }
 }
 
@@ -114,7 +125,8 @@ pub async fn open(options: &RedisOptions) -> anyhow::Result<RedisConn> {
         seeds => {
             let mut builder = redis::cluster::ClusterClient::builder(seeds.to_vec())
                 .connection_timeout(Duration::from_secs(2))
-                .response_timeout(RESPONSE_TIMEOUT);
+                .response_timeout(RESPONSE_TIMEOUT)
+                .tcp_settings(tcp_settings());
             if let Some(certs) = &certificates {
                 builder = builder.certs(certs.clone());
             }
@@ -262,6 +274,17 @@ fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_connection_to_redis_turns_nagle_off() {
+        for url in ["redis://127.0.0.1:6379", "rediss://127.0.0.1:6380"] {
+            let client = client(url, &None).unwrap();
+            assert!(client.get_connection_info().tcp_settings().nodelay(), "{url}");
+        }
+        let certs = Some(TlsCertificates { client_tls: None, root_cert: None });
+        let tls = client("rediss://127.0.0.1:6380", &certs).unwrap();
+        assert!(tls.get_connection_info().tcp_settings().nodelay(), "rediss:// with roots");
+    }
 
     #[test]
     fn reads_info_fields() {
