@@ -10,6 +10,7 @@
 //! | `NS:{q:ID}:s` | stream, group `g` | ready and leased messages |
 //! | `NS:{q:ID}:lease` | zset | stream id → lease deadline (ms) |
 //! | `NS:{q:ID}:backoff` | zset | stream id → due (ms): leases released by a nack |
+//! | `NS:{q:ID}:tries` | hash | stream id → deliveries since the entry was written, for leases past their first |
 //! | `NS:{q:ID}:errors` | hash | stream id → last nack error |
 //! | `NS:{q:ID}:delayed` | zset + `NS:{q:ID}:delayed:m` hash | messages held by a publish delay |
 //! | `NS:{q:ID}:dlq` | stream | dead letters with reason, attempts, dead-at |
@@ -183,6 +184,11 @@ impl QueueKeys {
     pub fn backoff(&self) -> String {
         self.key("backoff")
     }
+    /// Deliveries of a leased entry since it was written, kept only once it is delivered again
+    /// (a lease without a field here is on its first).
+    pub fn tries(&self) -> String {
+        self.key("tries")
+    }
     /// The last nack error of a leased message.
     pub fn errors(&self) -> String {
         self.key("errors")
@@ -244,8 +250,8 @@ impl QueueKeys {
         self.key("push:log")
     }
     /// The standard keys of every queue script but the publish and storage-lease ones, in the
-    /// order `common.lua` reads them (`KEYS[1]` … `KEYS[15]`).
-    pub fn standard(&self) -> [String; 15] {
+    /// order `common.lua` reads them (`KEYS[1]` … `KEYS[16]`).
+    pub fn standard(&self) -> [String; 16] {
         [
             self.meta(),
             self.stream(),
@@ -262,13 +268,14 @@ impl QueueKeys {
             self.idempotency_index(),
             self.large(),
             self.minutes(),
+            self.tries(),
         ]
     }
 
     /// Every key that holds this queue's state, but for its idempotency records (`idem_ix` lists
     /// them): the one inventory of the queue's keys. Deleting the queue (`drop_queue.lua`) unlinks
     /// exactly these; a key added to a queue belongs here.
-    pub fn stored(&self) -> [String; 18] {
+    pub fn stored(&self) -> [String; 19] {
         [
             self.meta(),
             self.stream(),
@@ -288,6 +295,7 @@ impl QueueKeys {
             self.consumers(),
             self.push(),
             self.push_log(),
+            self.tries(),
         ]
     }
 

@@ -11,6 +11,10 @@
 //! under the same tag, so it is as trustworthy as the rest; a stream entry is never rewritten in
 //! place (a new delivery base means a new stream id), so the hint stays true for the entry's life.
 //! Version 1 receipts (no hint) are still accepted: the ack script then reads the entry.
+//!
+//! Version 3 adds the delivery's [`Run`] to the hint, when it has one: the entries one consume
+//! read together. An ack of a whole run at the stream's head trims it in one command instead of
+//! deleting each entry (`engine/src/scripts/ack.lua`).
 
 use crate::ids::{MessageId, QueueId};
 use base64::Engine;
@@ -21,10 +25,13 @@ use std::fmt;
 
 const VERSION: u8 = 1;
 const VERSION_HINTED: u8 = 2;
+const VERSION_RUN: u8 = 3;
 const TAG_LEN: usize = 16;
 const BODY_LEN: usize = 1 + 16 + 8 + 8 + 16 + 4 + 8;
 /// Version 2: the version 1 body, then the hint: base (4), bytes (8), flags (1).
 const HINTED_BODY_LEN: usize = BODY_LEN + 4 + 8 + 1;
+/// Version 3: the version 2 body, then the run: first stream id (8 + 8), length (4).
+const RUN_BODY_LEN: usize = HINTED_BODY_LEN + 8 + 8 + 4;
 const FLAG_IDEMPOTENCY_KEY: u8 = 1;
 
 /// A receipt stays valid for the lease plus five minutes, and never less than an hour.
@@ -71,6 +78,16 @@ pub struct AckHint {
     pub stored_bytes: u64,
     /// The entry carries an idempotency key (its record gets a TTL on ack).
     pub idempotency_key: bool,
+    /// The run of this delivery, for a first delivery read with others (version 3).
+    pub run: Option<Run>,
+}
+
+/// Entries one consume read together (`consume.lua`'s run): consecutive in the stream, with no
+/// other entry between them then or ever, since stream ids only grow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Run {
+    pub first: StreamId,
+    pub len: u32,
 }
 
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -92,11 +109,15 @@ impl ReceiptCodec {
         Self { key: Hmac::new_from_slice(secret).expect("HMAC takes keys of any length") }
     }
 
-    /// A version 2 receipt when `hint` is given, else version 1 (which this version no longer
-    /// hands out, but still accepts from before: `decode_with_hint`).
+    /// A version 3 receipt when `hint` names a run, version 2 when it does not, else version 1
+    /// (which this version no longer hands out, but still accepts from before: `decode_with_hint`).
     pub fn encode_with(&self, receipt: &Receipt, hint: Option<AckHint>) -> String {
-        let mut bytes = Vec::with_capacity(HINTED_BODY_LEN + TAG_LEN);
-        bytes.push(if hint.is_some() { VERSION_HINTED } else { VERSION });
+        let mut bytes = Vec::with_capacity(RUN_BODY_LEN + TAG_LEN);
+        bytes.push(match hint {
+            None => VERSION,
+            Some(AckHint { run: None, .. }) => VERSION_HINTED,
+            Some(_) => VERSION_RUN,
+        });
         bytes.extend_from_slice(receipt.queue.0.as_bytes());
         bytes.extend_from_slice(&receipt.stream_id.ms.to_be_bytes());
         bytes.extend_from_slice(&receipt.stream_id.seq.to_be_bytes());
@@ -107,18 +128,24 @@ impl ReceiptCodec {
             bytes.extend_from_slice(&hint.base.to_be_bytes());
             bytes.extend_from_slice(&hint.stored_bytes.to_be_bytes());
             bytes.push(if hint.idempotency_key { FLAG_IDEMPOTENCY_KEY } else { 0 });
+            if let Some(run) = hint.run {
+                bytes.extend_from_slice(&run.first.ms.to_be_bytes());
+                bytes.extend_from_slice(&run.first.seq.to_be_bytes());
+                bytes.extend_from_slice(&run.len.to_be_bytes());
+            }
         }
         let tag = self.tag(&bytes);
         bytes.extend_from_slice(&tag);
         URL_SAFE_NO_PAD.encode(bytes)
     }
 
-    /// Decodes either version; the hint is `None` for a version 1 receipt.
+    /// Decodes any version; the hint is `None` for a version 1 receipt.
     pub fn decode_with_hint(&self, text: &str, now_ms: u64) -> Result<(Receipt, Option<AckHint>), ReceiptError> {
         let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| ReceiptError::Malformed)?;
         let body_len = match bytes.first() {
             Some(&VERSION) => BODY_LEN,
             Some(&VERSION_HINTED) => HINTED_BODY_LEN,
+            Some(&VERSION_RUN) => RUN_BODY_LEN,
             _ => return Err(ReceiptError::Malformed),
         };
         if bytes.len() != body_len + TAG_LEN {
@@ -136,10 +163,14 @@ impl ReceiptCodec {
             delivery: u32::from_be_bytes(body[49..53].try_into().expect("4 bytes")),
             expires_at_ms: u64_at(53),
         };
-        let hint = (body_len == HINTED_BODY_LEN).then(|| AckHint {
+        let hint = (body_len >= HINTED_BODY_LEN).then(|| AckHint {
             base: u32::from_be_bytes(body[61..65].try_into().expect("4 bytes")),
             stored_bytes: u64_at(65),
             idempotency_key: body[73] & FLAG_IDEMPOTENCY_KEY != 0,
+            run: (body_len == RUN_BODY_LEN).then(|| Run {
+                first: StreamId { ms: u64_at(74), seq: u64_at(82) },
+                len: u32::from_be_bytes(body[90..94].try_into().expect("4 bytes")),
+            }),
         });
         if receipt.expires_at_ms < now_ms {
             return Err(ReceiptError::Expired);
@@ -203,7 +234,7 @@ mod tests {
     fn hinted_receipts_round_trip_and_are_tagged() {
         let codec = ReceiptCodec::new(b"secret");
         let receipt = sample();
-        let hint = AckHint { base: 2, stored_bytes: 1234, idempotency_key: true };
+        let hint = AckHint { base: 2, stored_bytes: 1234, idempotency_key: true, run: None };
         let text = codec.encode_with(&receipt, Some(hint));
         assert_eq!(codec.decode_with_hint(&text, 0), Ok((receipt.clone(), Some(hint))));
         assert_eq!(codec.decode(&text, 0), Ok(receipt.clone()));
@@ -219,6 +250,27 @@ mod tests {
         let mut bytes = URL_SAFE_NO_PAD.decode(&text).unwrap();
         bytes[0] = VERSION;
         assert_eq!(codec.decode(&URL_SAFE_NO_PAD.encode(&bytes), 0), Err(ReceiptError::Malformed));
+    }
+
+    #[test]
+    fn a_run_round_trips_under_the_tag_in_a_version_3_receipt() {
+        let codec = ReceiptCodec::new(b"secret");
+        let receipt = sample();
+        let run = Run { first: StreamId { ms: 1_700_000_000_000, seq: 3 }, len: 100 };
+        let hint = AckHint { base: 0, stored_bytes: 10, idempotency_key: false, run: Some(run) };
+        let text = codec.encode_with(&receipt, Some(hint));
+        assert_eq!(URL_SAFE_NO_PAD.decode(&text).unwrap()[0], VERSION_RUN);
+        assert_eq!(codec.decode_with_hint(&text, 0), Ok((receipt.clone(), Some(hint))));
+        // The run is under the tag: its first id and its length cannot be moved.
+        for at in [81, 89, 93] {
+            let mut bytes = URL_SAFE_NO_PAD.decode(&text).unwrap();
+            bytes[at] ^= 1;
+            assert_eq!(codec.decode_with_hint(&URL_SAFE_NO_PAD.encode(&bytes), 0), Err(ReceiptError::Malformed));
+        }
+        // Nor can it pass as a version 2 receipt (whose hint would then have no run).
+        let mut bytes = URL_SAFE_NO_PAD.decode(&text).unwrap();
+        bytes[0] = VERSION_HINTED;
+        assert_eq!(codec.decode_with_hint(&URL_SAFE_NO_PAD.encode(&bytes), 0), Err(ReceiptError::Malformed));
     }
 
     #[test]

@@ -5,8 +5,9 @@ use super::Engine;
 use super::reply::ints;
 use crate::error::StorageResult;
 use aqs_core::ids::QueueId;
-use aqs_core::receipt::{AckHint, Receipt};
+use aqs_core::receipt::{AckHint, Receipt, Run, StreamId};
 use aqs_core::time::utc_day;
+use std::collections::HashMap;
 
 /// What a nack did to one delivery.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +37,10 @@ impl Engine {
     ) -> StorageResult<Vec<bool>> {
         let mut inv = self.invocation(&self.scripts.ack, queue);
         inv.arg(now_ms).arg(utc_day(now_ms)).arg(receipts.len());
+        match whole_run(receipts, hints) {
+            Some((run, last)) => inv.arg(run.first.to_string()).arg(last.to_string()).arg(run.len),
+            None => inv.arg("").arg("").arg(0),
+        };
         for (i, receipt) in receipts.iter().enumerate() {
             inv.arg(receipt.stream_id.to_string()).arg(receipt.message.to_string()).arg(receipt.delivery);
             match hints.get(i).copied().flatten() {
@@ -137,4 +142,24 @@ mod tests {
         assert_eq!(results, vec![NackResult::Returned, NackResult::DeadLettered, NackResult::LeaseLost]);
         assert!(matches!(nack_results("nack.lua", vec![1, 7]).unwrap_err(), crate::error::StorageError::Unexpected(_)));
     }
+}
+
+/// The oldest run (`consume.rs`) that these receipts name whole, with its last stream id: ack.lua
+/// may trim it from the stream's head when every one of them is acknowledged. It checks that
+/// itself, so a receipt named twice only costs the trim, never an entry.
+fn whole_run(receipts: &[Receipt], hints: &[Option<AckHint>]) -> Option<(Run, StreamId)> {
+    let mut runs: HashMap<Run, (u32, StreamId)> = HashMap::new();
+    for (receipt, hint) in receipts.iter().zip(hints) {
+        if let Some(run) = hint.and_then(|h| h.run) {
+            let (count, last) = runs.entry(run).or_insert((0, run.first));
+            *count += 1;
+            if (receipt.stream_id.ms, receipt.stream_id.seq) > (last.ms, last.seq) {
+                *last = receipt.stream_id;
+            }
+        }
+    }
+    runs.into_iter()
+        .filter(|(run, (count, _))| *count == run.len)
+        .min_by_key(|(run, _)| (run.first.ms, run.first.seq))
+        .map(|(run, (_, last))| (run, last))
 }

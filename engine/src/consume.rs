@@ -6,7 +6,7 @@ use super::publish::DEFAULT_CONTENT_TYPE;
 use super::reply::{Reply, Status, unexpected};
 use crate::error::StorageResult;
 use aqs_core::ids::{MessageId, QueueId};
-use aqs_core::receipt::{AckHint, Receipt, StreamId};
+use aqs_core::receipt::{AckHint, Receipt, Run, StreamId};
 use aqs_core::time::utc_day;
 
 /// One delivery: a message under a fresh lease.
@@ -68,12 +68,30 @@ impl Engine {
         }
         let lease_ms = reply.uint()?;
         let next_due_ms = reply.opt_uint()?;
+        let run_len = reply.uint()? as usize;
         let mut deliveries = Vec::with_capacity(reply.remaining() / 4);
         while reply.remaining() > 0 {
             deliveries.push(delivery(&mut reply)?);
         }
+        mark_run(&mut deliveries, run_len)?;
         Ok(ConsumeOutcome::Delivered { deliveries, lease_ms, next_due_ms })
     }
+}
+
+/// Gives the last `len` deliveries, one run (consume.lua's header), their run: their receipts
+/// carry it, so that an ack of all of them can trim them from the stream (ack.rs).
+fn mark_run(deliveries: &mut [Delivery], len: usize) -> StorageResult<()> {
+    if len > deliveries.len() {
+        return Err(anyhow::anyhow!("consume.lua gave a run of {len} with {} deliveries", deliveries.len()).into());
+    }
+    let at = deliveries.len() - len;
+    if let Some(first) = deliveries.get(at).map(|d| d.stream_id) {
+        let run = Run { first, len: len as u32 };
+        for d in &mut deliveries[at..] {
+            d.hint.run = Some(run);
+        }
+    }
+    Ok(())
 }
 
 /// One delivery of consume.lua's reply: the stream id, message id and body, then either the 8
@@ -93,7 +111,7 @@ fn delivery(reply: &mut Reply) -> StorageResult<Delivery> {
             group_id: None,
             published_at_ms: stream_id.ms,
             attempts: 1,
-            hint: AckHint { base: 0, stored_bytes: body.len() as u64, idempotency_key: false },
+            hint: AckHint { base: 0, stored_bytes: body.len() as u64, idempotency_key: false, run: None },
             body,
         }),
         8 => Ok(Delivery {
@@ -109,6 +127,7 @@ fn delivery(reply: &mut Reply) -> StorageResult<Delivery> {
                 base: reply.uint()? as u32,
                 stored_bytes: reply.uint()?,
                 idempotency_key: reply.int()? == 1,
+                run: None,
             },
         }),
         other => Err(anyhow::anyhow!("consume.lua gave {other} values after a delivery's body").into()),

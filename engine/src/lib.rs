@@ -10,12 +10,15 @@
 //!
 //! # Structures (per queue, all under the hash tag `{q:ID}`, names from `aqs_core::keys`)
 //!
-//! - `s`: a stream with one consumer group `g` and one consumer `c`. It holds every ready and
-//!   leased message. Entries are version-1 records (`v`, `id`, `b`, `ct`, `a`, `g`, `pa`, `ik`,
+//! - `s`: a stream with one consumer group `g` and one consumer `c`, read with `NOACK`: the group
+//!   is only the cursor past which nothing was delivered. It holds every ready and leased message. Entries are version-1 records (`v`, `id`, `b`, `ct`, `a`, `g`, `pa`, `ik`,
 //!   `n`, `sz`; see `scripts/common.lua`); a publish writes only what cannot be derived (`id`, `b`,
 //!   and `ct`, `a`, `g`, `pa`, `ik` when they are not the default), and every script reads entries
 //!   back whole through common.lua's `record`.
-//! - `lease`: zset stream id → lease deadline (ms). Its members are exactly the group's PEL.
+//! - `lease`: zset stream id → lease deadline (ms). Its members are exactly the leased entries.
+//! - `tries`: hash stream id → deliveries since the entry was written, for a lease past its first
+//!   (no field: the first). A queue an earlier version leased may still hold PEL records, whose
+//!   counter stands until the lease is settled (`scripts/common.lua`, `tries_of`).
 //! - `backoff`: zset stream id → due (ms): the leases a nack released (a subset of `lease`).
 //! - `delayed` + `delayed:m`: messages published with a delay (zset message id → due, hash message
 //!   id → cmsgpack'd record), promoted into the stream when due.
@@ -40,8 +43,10 @@
 //!
 //! # The life of a message
 //!
-//! publish → (delayed → promoted) → stream, never delivered → consume: XREADGROUP puts it in the
-//! PEL (delivery counter 1) and the lease zset (deadline) → ack: XACK + XDEL + ZREM, bytes freed,
+//! publish → (delayed → promoted) → stream, never delivered → consume: XREADGROUP NOACK moves the
+//! cursor past it and the lease zset takes its deadline; the entries one consume read are a run,
+//! named in their receipts → ack: XTRIM of a whole run at the stream's head, else XDEL, + ZREM,
+//! bytes freed,
 //! the idempotency record gets a TTL of what remains of publish + 24 h. While `meta.w` lies ahead,
 //! a publish PUBLISHes the number of messages it stored, and the publishing replica, on the queue's
 //! wake channel; every other replica wakes that many of its long polls (`wake.rs`), not all of
@@ -51,7 +56,7 @@
 //! heartbeat, `extend.lua`) moves a current delivery's lease deadline to now + the new lease, with
 //! ack's check of the receipt. A nack moves the lease
 //! deadline to now + delay and marks it in `backoff`; a lease that runs out is simply due. The
-//! next consume claims due leases first (XCLAIM with min-idle 0 bumps the delivery counter); a due
+//! next consume delivers due leases first (their tries go up by one); a due
 //! lease whose deliveries reached max attempts is moved to the DLQ instead (reason: the nack's
 //! error, or "visibility timeout expired"), by that consume or by the sweeper. `bury` dead-letters a
 //! current delivery at once whatever its attempts (a push handler's non-retryable answer). `release` hands a
@@ -60,17 +65,17 @@
 //!
 //! # Invariants
 //!
-//! - attempts of a delivery = entry `n` + PEL delivery counter; a receipt names the stream id and
+//! - attempts of a delivery = entry `n` + its tries; a receipt names the stream id and
 //!   that number, and ack/nack require both to be current, so an old receipt never touches a later
 //!   delivery (`lease_lost`).
 //! - A stream id is never reused and an entry is never rewritten in place (a redelivery keeps it, a
 //!   replay writes a new id), so what a receipt says about its entry stays true: consume puts the
 //!   entry's `n`, `sz` and whether it has an idempotency key into the (HMAC'd, version 2) receipt
-//!   and ack checks the PEL record alone, reading the entry only to release an idempotency record
-//!   or for a version 1 receipt. A PEL record implies its entry: every script that XDELs a
-//!   stream entry XACKs it in the same script.
-//! - `lease` members = PEL; stream = never-delivered entries (after the group's last-delivered id)
-//!   ∪ PEL. A message is in exactly one of: delayed, stream, dlq (each move writes the new place
+//!   and ack checks the lease and its tries alone, reading the entry only to release an
+//!   idempotency record or for a version 1 receipt. A lease implies its entry: every script that
+//!   deletes a stream entry removes its lease in the same script.
+//! - `lease` members = the leased entries; stream = never-delivered entries (after the group's
+//!   last-delivered id) ∪ the leased ones. A message is in exactly one of: delayed, stream, dlq (each move writes the new place
 //!   before deleting the old one, inside one script).
 //! - `stats.bytes` + what replicas drew from their leases and have not flushed = Σ `sz` over
 //!   delayed, stream and dlq (a crashed replica's expired lease counts whole: more, never less).

@@ -3,7 +3,8 @@
 //! sleeping.
 
 use crate::helpers::*;
-use aqs_core::ids::QueueId;
+use aqs_core::ids::{MessageId, QueueId};
+use aqs_core::receipt::{Receipt, StreamId};
 use aqs_core::time::now_ms;
 use aqs_engine::{ConsumeOutcome, Delivery, Engine, NackResult};
 use serde_json::json;
@@ -229,4 +230,153 @@ async fn acks_in_any_order_delete_exactly_the_acknowledged_messages() {
     assert_eq!(bodies, [b"m6".to_vec(), b"m7".to_vec()]);
     assert!(rest.iter().all(|m| m["attempts"] == 1), "{rest:?}");
     assert_eq!(app.ack(&queue, &[&a[0], &c[0]]).await["acked"], 0, "acknowledged already");
+}
+
+/// The stream's `max-deleted-entry-id`: XDEL raises it, a trim from the head leaves it.
+async fn max_deleted(app: &TestApp, queue: QueueId) -> String {
+    let info: Vec<redis::Value> = redis::cmd("XINFO")
+        .arg("STREAM")
+        .arg(app.keys.queue(queue).stream())
+        .query_async(&mut app.redis.clone())
+        .await
+        .unwrap();
+    let at =
+        info.iter().position(|v| matches!(v, redis::Value::BulkString(b) if b == b"max-deleted-entry-id")).unwrap();
+    redis::from_redis_value(info[at + 1].clone()).unwrap()
+}
+
+/// How many records the consumer group's PEL holds.
+async fn pel_size(app: &TestApp, queue: QueueId) -> u64 {
+    let summary: (u64, redis::Value, redis::Value, redis::Value) = redis::cmd("XPENDING")
+        .arg(app.keys.queue(queue).stream())
+        .arg("g")
+        .query_async(&mut app.redis.clone())
+        .await
+        .unwrap();
+    summary.0
+}
+
+async fn stream_len(app: &TestApp, queue: QueueId) -> u64 {
+    redis::cmd("XLEN").arg(app.keys.queue(queue).stream()).query_async(&mut app.redis.clone()).await.unwrap()
+}
+
+/// Acknowledges `deliveries` with the hints their receipts carry (their runs among them).
+async fn ack_hinted(engine: &Engine, queue: QueueId, deliveries: &[&Delivery], now: u64) -> Vec<bool> {
+    let receipts: Vec<_> = deliveries.iter().map(|d| d.receipt(queue, now + 3_600_000)).collect();
+    let hints: Vec<_> = deliveries.iter().map(|d| Some(d.hint)).collect();
+    engine.ack_hinted(queue, &receipts, &hints, now).await.unwrap()
+}
+
+/// A consume's first deliveries form a run: acknowledged whole at the stream's head, they are
+/// trimmed in one command (XDEL would raise the stream's max-deleted id). Anywhere else, or with
+/// one of them no longer the receipt's, the ack deletes exactly what it acknowledged by id.
+#[tokio::test]
+async fn a_run_acknowledged_whole_at_the_head_is_trimmed_and_nothing_else_is() {
+    let app = spawn_app().await;
+    let queue = app.queue().await;
+    for i in 0..8 {
+        app.publish_text(&queue, &format!("m{i}")).await;
+    }
+    let (engine, t0) = (&app.state.engine, now_ms());
+    let lease = |max: u32, now: u64| async move {
+        match engine.consume(queue.id, max, 30_000, now, 0).await.unwrap() {
+            ConsumeOutcome::Delivered { deliveries, .. } => deliveries,
+            other => panic!("{other:?}"),
+        }
+    };
+    let (a, b, c) = (lease(2, t0).await, lease(2, t0).await, lease(2, t0).await);
+    assert!(a.iter().all(|d| d.hint.run.is_some_and(|r| r.first == a[0].stream_id && r.len == 2)), "{a:?}");
+
+    assert_eq!(ack_hinted(engine, queue.id, &[&a[1], &a[0]], t0).await, [true, true]);
+    assert_eq!((stream_len(&app, queue.id).await, max_deleted(&app, queue.id).await), (6, "0-0".to_owned()));
+    // A whole run behind a lease: deleted by id.
+    assert_eq!(ack_hinted(engine, queue.id, &[&c[0], &c[1]], t0).await, [true, true]);
+    assert_eq!((stream_len(&app, queue.id).await, max_deleted(&app, queue.id).await), (4, c[1].stream_id.to_string()));
+
+    // b's leases run out and one of them is delivered again: b's receipts name their run whole,
+    // but one is stale, so nothing is trimmed and the redelivered message stays.
+    let again = lease(1, t0 + 30_001).await;
+    assert_eq!((again.len(), again[0].attempts, again[0].hint.run), (1, 2, None));
+    let acked = ack_hinted(engine, queue.id, &[&b[0], &b[1]], t0 + 30_002).await;
+    assert_eq!(acked.iter().filter(|ok| **ok).count(), 1, "{acked:?}");
+    assert_eq!(acked[b.iter().position(|d| d.stream_id == again[0].stream_id).unwrap()], false);
+    assert_eq!(stream_len(&app, queue.id).await, 3);
+    assert_eq!(ack_hinted(engine, queue.id, &[&again[0]], t0 + 30_003).await, [true]);
+
+    let rest = lease(10, t0 + 30_004).await;
+    assert_eq!(rest.iter().map(|d| d.body.clone()).collect::<Vec<_>>(), [b"m6".to_vec(), b"m7".to_vec()]);
+    assert_eq!(ack_hinted(engine, queue.id, &[&rest[0], &rest[1]], t0 + 30_005).await, [true, true]);
+    assert_eq!(stream_len(&app, queue.id).await, 0);
+}
+
+/// A queue leased by an earlier version holds its leases in the consumer group's PEL: the engine
+/// still acknowledges, extends, nacks and redelivers them with their counts, and moves each out
+/// of the PEL as it settles it.
+#[tokio::test]
+async fn leases_an_earlier_version_left_in_the_pel_are_still_honoured() {
+    let app = spawn_app().await;
+    let queue = app.queue().await;
+    for i in 0..3 {
+        app.publish_text(&queue, &format!("old{i}")).await;
+    }
+    let (engine, t0, keys) = (&app.state.engine, now_ms(), app.keys.queue(queue.id));
+    let mut conn = app.redis.clone();
+    // The earlier consume: XREADGROUP with a PEL record (delivery counter 1) and the lease.
+    let read: redis::streams::StreamReadReply = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg("g")
+        .arg("c")
+        .arg("COUNT")
+        .arg(3)
+        .arg("STREAMS")
+        .arg(keys.stream())
+        .arg(">")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    // Their deliveries so far: the first three times (two redeliveries, each an XCLAIM that
+    // bumped its counter), the second twice, the third once.
+    let mut receipts = Vec::new();
+    for (entry, delivery) in read.keys[0].ids.iter().zip([3u32, 2, 1]) {
+        let _: () =
+            redis::cmd("ZADD").arg(keys.lease()).arg(t0 + 30_000).arg(&entry.id).query_async(&mut conn).await.unwrap();
+        for _ in 1..delivery {
+            let _: redis::Value = redis::cmd("XCLAIM")
+                .arg(keys.stream())
+                .arg("g")
+                .arg("c")
+                .arg(0)
+                .arg(&entry.id)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+        }
+        let message: String = entry.get("id").unwrap();
+        receipts.push(Receipt {
+            queue: queue.id,
+            stream_id: StreamId::parse(&entry.id).unwrap(),
+            message: MessageId::parse(&message).unwrap(),
+            delivery,
+            expires_at_ms: t0 + 3_600_000,
+        });
+    }
+    assert_eq!(pel_size(&app, queue.id).await, 3);
+
+    assert_eq!(engine.ack(queue.id, &receipts[..1], t0 + 1).await.unwrap(), [true]);
+    assert_eq!(engine.extend(queue.id, &receipts[1..2], &[None], 60_000, t0 + 2).await.unwrap(), [true]);
+    assert_eq!(engine.nack(queue.id, &receipts[1..2], 0, "again", t0 + 3).await.unwrap(), [NackResult::Returned]);
+    assert_eq!(pel_size(&app, queue.id).await, 2);
+
+    // The nacked one is due now, the third once its lease runs out: both come back, counted.
+    let again = match engine.consume(queue.id, 10, 30_000, t0 + 30_001, 0).await.unwrap() {
+        ConsumeOutcome::Delivered { deliveries, .. } => deliveries,
+        other => panic!("{other:?}"),
+    };
+    let mut attempts: Vec<_> = again.iter().map(|d| (d.stream_id, d.attempts)).collect();
+    attempts.sort_by_key(|(sid, _)| receipts.iter().position(|r| r.stream_id == *sid));
+    assert_eq!(attempts.iter().map(|(_, n)| *n).collect::<Vec<_>>(), [3, 2], "{again:?}");
+    assert_eq!(pel_size(&app, queue.id).await, 0, "moved out of the PEL as they were redelivered");
+    assert_eq!(engine.ack(queue.id, &receipts[2..], t0 + 30_002).await.unwrap(), [false], "stale");
+    assert_eq!(ack_hinted(engine, queue.id, &[&again[0], &again[1]], t0 + 30_003).await, [true, true]);
+    assert_eq!(stream_len(&app, queue.id).await, 0);
 }

@@ -43,7 +43,7 @@ end
 local function add_stream(sid, e, last)
   if not last or sid_after(sid, last) then return add('ready', e.pa, sid, e, e.n) end
   local deadline = redis.call('ZSCORE', K_LEASE, sid)
-  local done = deliveries(K_STREAM, sid, e) or tonumber(e.n)
+  local done = deliveries(sid, e) or tonumber(e.n)
   if not deadline then return add('ready', e.pa, sid, e, done) end
   deadline = tonumber(deadline)
   if deadline <= now then return add('ready', deadline, sid, e, done) end

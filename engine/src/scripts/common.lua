@@ -7,7 +7,8 @@
 --   KEYS[1]  meta       hash   projected settings, and 'w': until when (ms) a long poll may wait
 --                              (publishes PUBLISH on wake only until then; see mark_waiting)
 --   KEYS[2]  stream     stream ready and leased messages, consumer group 'g', one consumer 'c'
---   KEYS[3]  lease      zset   stream id -> lease deadline ms (exactly the PEL)
+--                              (read with NOACK: the group is only the never-delivered cursor)
+--   KEYS[3]  lease      zset   stream id -> lease deadline ms: exactly the leased entries
 --   KEYS[4]  backoff    zset   stream id -> due ms, leases released by a nack (a subset of lease)
 --   KEYS[5]  delayed    zset   message id -> due ms
 --   KEYS[6]  delayed:m  hash   message id -> cmsgpack'd entry
@@ -29,16 +30,19 @@
 --                              queues of small messages pay one EXISTS per delete script.
 --   KEYS[15] minutes    hash   the last hour per minute (minutes.lua, prepended): each script that
 --                              counts calls count_minute once, at its end
+--   KEYS[16] tries      hash   stream id -> deliveries since the entry was written, for a lease
+--                              past its first delivery (no field: the first). Queues leased before
+--                              this model may still hold consumer-group PEL records: see tries_of.
 -- Entries (stream, delayed, dlq) are version 1 records: v, id, b (body), ct, a (attributes JSON),
 -- g (group id, optional), pa (published ms), ik (idempotency key, optional), n (deliveries before
--- this entry was written: the PEL counter restarts on every XADD), sz (accounted bytes).
+-- this entry was written: tries restart with every XADD), sz (accounted bytes).
 -- Publishes leave out what can be derived (see `complete`); every reader goes through `record`.
 local K_META, K_STREAM, K_LEASE, K_BACKOFF = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_DELAYED, K_DELAYED_M, K_DLQ, K_DLQ_IX = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local K_ERRORS, K_STATS, K_WAKE, K_IDEM = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
-local K_IDEM_IX, K_LARGE, K_MINUTES = KEYS[13], KEYS[14], KEYS[15]
+local K_IDEM_IX, K_LARGE, K_MINUTES, K_TRIES = KEYS[13], KEYS[14], KEYS[15], KEYS[16]
 -- How many they are: a script's own keys come after them.
-local STANDARD_KEYS = 15
+local STANDARD_KEYS = 16
 local IDEM_MS = 86400000
 local WAIT_GRACE_MS = 1000
 
@@ -103,12 +107,33 @@ local function mark_waiting(meta, until_ms)
   if meta.waiting_until < mark then redis.call('HSET', K_META, 'w', mark) end
 end
 
--- Deliveries so far of a leased entry of `stream`: the base carried in the entry plus the PEL
--- counter.
-local function deliveries(stream, sid, e)
-  local p = redis.call('XPENDING', stream, 'g', sid, sid, 1)
-  if #p == 0 then return nil end
-  return tonumber(e.n) + p[1][4]
+-- How many times the entry `sid` was delivered since it was written, nil when it is not leased.
+-- A lease's first delivery has no field in `tries` (XREADGROUP with NOACK writes no PEL record, so
+-- a consume writes one command per batch, not one XCLAIM per entry into the AOF and to replicas).
+-- A lease made before that (a queue leased by an earlier version) still has its PEL record, whose
+-- counter is the answer until set_tries moves it here.
+local function tries_of(sid)
+  if not redis.call('ZSCORE', K_LEASE, sid) then return nil end
+  local t = redis.call('HGET', K_TRIES, sid)
+  if t then return tonumber(t) end
+  local p = redis.call('XPENDING', K_STREAM, 'g', sid, sid, 1)
+  if #p > 0 then return p[1][4] end
+  return 1
+end
+
+-- Records that the leased entry `sid` was delivered `count` times since it was written, and drops
+-- its PEL record if an earlier version left one (XACK of an id outside the PEL does nothing).
+local function set_tries(sid, count)
+  redis.call('HSET', K_TRIES, sid, count)
+  redis.call('XACK', K_STREAM, 'g', sid)
+end
+
+-- Deliveries so far of the stream entry `e` (stream id `sid`): the base carried in the entry plus
+-- its tries; nil when it is not leased.
+local function deliveries(sid, e)
+  local t = tries_of(sid)
+  if not t then return nil end
+  return tonumber(e.n) + t
 end
 
 -- The entry of a receipt's delivery (stream id `sid`, message `mid`, delivery number `delivery`)
@@ -118,7 +143,7 @@ end
 -- make the same check from the receipt's hint without reading the entry.
 local function current_entry(stream, backoff, sid, mid, delivery)
   local e = entry(stream, sid)
-  if e and e.id == mid and deliveries(stream, sid, e) == delivery and not redis.call('ZSCORE', backoff, sid) then
+  if e and e.id == mid and deliveries(sid, e) == delivery and not redis.call('ZSCORE', backoff, sid) then
     return e
   end
   return nil
@@ -173,6 +198,17 @@ local function forget_large(ids)
   if #ids > 0 and redis.call('EXISTS', K_LARGE) == 1 then redis.call('ZREM', K_LARGE, unpack(ids)) end
 end
 
+-- Deletes the stream entry `sid` with every trace of its lease: deadline, backoff, last error,
+-- tries, and the PEL record an earlier version may have left.
+local function remove_entry(sid)
+  redis.call('XACK', K_STREAM, 'g', sid)
+  redis.call('XDEL', K_STREAM, sid)
+  redis.call('ZREM', K_LEASE, sid)
+  redis.call('ZREM', K_BACKOFF, sid)
+  redis.call('HDEL', K_ERRORS, sid)
+  redis.call('HDEL', K_TRIES, sid)
+end
+
 -- Moves a leased stream entry to the dead-letter queue. Its bytes stay counted; the caller counts
 -- the dead letter (count_minute).
 local function dead_letter(sid, e, reason, attempts, now)
@@ -183,11 +219,7 @@ local function dead_letter(sid, e, reason, attempts, now)
   args[#args + 1] = 'da'; args[#args + 1] = tostring(now)
   local dsid = redis.call('XADD', K_DLQ, '*', unpack(args))
   redis.call('HSET', K_DLQ_IX, e.id, dsid)
-  redis.call('XACK', K_STREAM, 'g', sid)
-  redis.call('XDEL', K_STREAM, sid)
-  redis.call('ZREM', K_LEASE, sid)
-  redis.call('ZREM', K_BACKOFF, sid)
-  redis.call('HDEL', K_ERRORS, sid)
+  remove_entry(sid)
 end
 
 -- Moves up to `limit` delayed messages that are due into the stream; returns how many.
@@ -203,8 +235,8 @@ local function promote_due(now, limit)
   return #due
 end
 
--- The group's last-delivered id: entries after it were never delivered, entries up to it are in
--- the PEL (acknowledged ones are deleted).
+-- The group's last-delivered id: entries after it were never delivered, entries up to it are
+-- leased (acknowledged ones are deleted).
 local function last_delivered()
   if redis.call('EXISTS', K_STREAM) == 0 then return nil end
   for _, g in ipairs(redis.call('XINFO', 'GROUPS', K_STREAM)) do

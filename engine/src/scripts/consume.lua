@@ -4,8 +4,8 @@
 --       it also opens ARGV, and a refusal returns {'rate_limited', ...} before anything changes).
 -- ARGV: now_ms, utc_day, max messages, lease ms (0 = the queue's visibility timeout), the ms until
 --       which the caller will wait for messages if this finds none (0 = it will not wait).
--- Returns {'ok', lease ms, next due ms or '', then per message: stream id, message id, body, and
---          how many values follow (0 or 8):
+-- Returns {'ok', lease ms, next due ms or '', run, then per message: stream id, message id, body,
+--          and how many values follow (0 or 8):
 --          8: content type, attributes, group id or '', published ms, attempts, delivery base n,
 --             accounted bytes sz, has an idempotency key (1/0) (the last three go into the receipt,
 --             so that ack need not read the entry);
@@ -13,6 +13,10 @@
 --             common.lua's `complete` defaults (application/json, no attributes, no group,
 --             published at the stream id's ms, attempt 1, n 0, sz the body's length, no key).
 --          Each value costs Redis time to copy out of Lua, and most messages are plain.
+--          run: how many of the messages, the last ones, are first deliveries read by one
+--          XREADGROUP: consecutive entries of the stream, with no other entry between them then
+--          or ever (stream ids only grow). Their receipts say so, and an ack of all of them may
+--          trim them from the stream's head instead of deleting them one by one (ack.lua).
 --      or {'no_queue'} | {'paused'} (paused, or its team suspended).
 local refused = rate_refused() if refused then return refused end
 local now, day, max, lease_ms = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -40,7 +44,7 @@ if delay_due and delay_due <= now then
   delay_due = earliest(K_DELAYED)
 end
 
-local out, delivered, dead = { 'ok', lease_ms, '' }, 0, 0
+local out, delivered, dead = { 'ok', lease_ms, '', 0 }, 0, 0
 -- Appends one delivery to the reply, whole (the layout in the header above).
 local function put(sid, id, b, ct, a, g, pa, attempts, n, sz, ik)
   local o = #out
@@ -95,12 +99,13 @@ if lease_due and lease_due <= now then
     if #due == 0 then break end
     for _, sid in ipairs(due) do
       local e = entry(K_STREAM, sid)
-      local done = e and deliveries(K_STREAM, sid, e)
+      local done = e and deliveries(sid, e)
       if not done then
-        -- A lease without its entry or PEL record cannot be delivered: drop the lease.
+        -- A lease without its entry cannot be delivered: drop the lease.
         redis.call('ZREM', K_LEASE, sid)
         redis.call('ZREM', K_BACKOFF, sid)
         redis.call('HDEL', K_ERRORS, sid)
+        redis.call('HDEL', K_TRIES, sid)
       elseif done >= meta.max_attempts then
         local reason = 'visibility timeout expired'
         if redis.call('ZSCORE', K_BACKOFF, sid) then
@@ -109,8 +114,7 @@ if lease_due and lease_due <= now then
         dead_letter(sid, e, reason, done, now)
         dead = dead + 1
       else
-        -- XCLAIM with min-idle 0 increments the PEL delivery counter: that is the attempt count.
-        redis.call('XCLAIM', K_STREAM, 'g', 'c', 0, sid)
+        set_tries(sid, done - tonumber(e.n) + 1)
         redis.call('ZADD', K_LEASE, deadline, sid)
         redis.call('ZREM', K_BACKOFF, sid)
         deliver(sid, e, done + 1)
@@ -120,10 +124,11 @@ if lease_due and lease_due <= now then
   lease_due = earliest(K_LEASE)
 end
 
--- 2. Never-delivered entries. The lease is written in the same script as the PEL entry, so the
--- lease zset and the PEL never disagree. One ZADD for the whole batch.
+-- 2. Never-delivered entries. NOACK: the group only moves its cursor (one XGROUP SETID in the AOF
+-- and to replicas for the batch, where a PEL record would be one XCLAIM per entry); the lease zset
+-- is the record of the lease, written in the same script. One ZADD for the whole batch.
 if delivered < max and redis.call('EXISTS', K_STREAM) == 1 then
-  local r = redis.call('XREADGROUP', 'GROUP', 'g', 'c', 'COUNT', max - delivered, 'STREAMS', K_STREAM, '>')
+  local r = redis.call('XREADGROUP', 'GROUP', 'g', 'c', 'COUNT', max - delivered, 'NOACK', 'STREAMS', K_STREAM, '>')
   if r and #r[1][2] > 0 then
     -- The deadline as text once: Redis would format a number argument once per message.
     local leases, at = {}, string.format('%d', deadline)
@@ -133,6 +138,7 @@ if delivered < max and redis.call('EXISTS', K_STREAM) == 1 then
       deliver_fields(sid, item[2])
     end
     redis.call('ZADD', K_LEASE, unpack(leases))
+    out[4] = #r[1][2]
     if not lease_due or deadline < lease_due then lease_due = deadline end
   end
 end

@@ -19,11 +19,7 @@ if where == 's' then
   if deadline and tonumber(deadline) > now and not redis.call('ZSCORE', K_BACKOFF, ref) then
     return { 'ok', 'leased', tonumber(deadline) }
   end
-  redis.call('XACK', K_STREAM, 'g', ref)
-  redis.call('XDEL', K_STREAM, ref)
-  redis.call('ZREM', K_LEASE, ref)
-  redis.call('ZREM', K_BACKOFF, ref)
-  redis.call('HDEL', K_ERRORS, ref)
+  remove_entry(ref)
 elseif where == 'd' then
   local packed = redis.call('HGET', K_DELAYED_M, ref)
   if not packed then return { 'ok', 'gone' } end

@@ -9,7 +9,7 @@
 -- dead-lettered or purged). As with ack, a lease that expired but was not yet redelivered is
 -- still the receipt's: nobody else holds it, so it is extended.
 --
--- The check is ack.lua's: the PEL record of the receipt's stream id plus the entry's base must
+-- The check is ack.lua's: the tries of the receipt's stream id plus the entry's base must
 -- equal the receipt's delivery number (a stream id is never reused, so the hint's base stays true),
 -- and a lease a nack released (in backoff) is no longer the receipt's.
 local refused = rate_refused() if refused then return refused end
@@ -25,8 +25,7 @@ local shortened = 0
 for i = 0, count - 1 do
   local at = 4 + i * 4
   local sid, mid, delivery, n = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), ARGV[at + 3]
-  local p = redis.call('XPENDING', K_STREAM, 'g', sid, sid, 1)
-  local counter = p[1] and p[1][4]
+  local counter = tries_of(sid)
   if counter and n == '' then
     -- A version 1 receipt: the base comes from the entry, which must still be the receipt's.
     local e = entry(K_STREAM, sid)

@@ -25,7 +25,7 @@ for i = 0, count - 1 do
     dead = dead + 1
     out[#out + 1] = 2
   else
-    -- The message stays in the PEL; moving its lease deadline is what makes it due again, and the
+    -- The message stays leased; moving its lease deadline is what makes it due again, and the
     -- backoff entry marks the lease as released so this receipt cannot ack or nack it twice.
     redis.call('ZADD', K_LEASE, now + delay, sid)
     redis.call('ZADD', K_BACKOFF, now + delay, sid)

@@ -17,7 +17,7 @@ local last = last_delivered()
 if not last then return out end
 for _, sid in ipairs(redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 0, limit)) do
   local e = entry(K_STREAM, sid)
-  local done = e and deliveries(K_STREAM, sid, e)
+  local done = e and deliveries(sid, e)
   if done then add(sid, e, done) end
 end
 if n < limit then

@@ -11,11 +11,7 @@ local last = last_delivered()
 if not last then return { 0, limit } end
 local n, freed, ids = 0, 0, {}
 local function drop(sid, e)
-  redis.call('XACK', K_STREAM, 'g', sid)
-  redis.call('XDEL', K_STREAM, sid)
-  redis.call('ZREM', K_LEASE, sid)
-  redis.call('ZREM', K_BACKOFF, sid)
-  redis.call('HDEL', K_ERRORS, sid)
+  remove_entry(sid)
   release_idem(e, now)
   freed = freed + tonumber(e.sz)
   n = n + 1
@@ -23,7 +19,7 @@ local function drop(sid, e)
 end
 for _, sid in ipairs(redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 0, limit)) do
   local e = entry(K_STREAM, sid)
-  if e then drop(sid, e) else redis.call('ZREM', K_LEASE, sid) end
+  if e then drop(sid, e) else redis.call('ZREM', K_LEASE, sid); redis.call('HDEL', K_TRIES, sid) end
 end
 if n < limit then
   for _, item in ipairs(redis.call('XRANGE', K_STREAM, '(' .. last, '+', 'COUNT', limit - n)) do

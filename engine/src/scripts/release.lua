@@ -1,5 +1,5 @@
 -- release.lua: hands leased deliveries back untouched, as if they had never been made: the
--- delivery is not counted (the PEL counter goes back by one) and the message is due at once. A
+-- delivery is not counted (its tries go back by one) and the message is due at once. A
 -- push dispatcher stopped between leasing and sending uses it, so a changed target gets the
 -- message now, with the attempts it had, instead of after the lease runs out with one more.
 -- KEYS: the standard queue keys (common.lua).
@@ -12,8 +12,8 @@ for i = 0, count - 1 do
   local sid, mid, delivery = ARGV[4 + i * 3], ARGV[5 + i * 3], tonumber(ARGV[6 + i * 3])
   local e = has_stream and current_entry(K_STREAM, K_BACKOFF, sid, mid, delivery)
   if e then
-    -- The next consume's XCLAIM adds one back, so the redelivery carries this delivery's number.
-    redis.call('XCLAIM', K_STREAM, 'g', 'c', 0, sid, 'RETRYCOUNT', delivery - tonumber(e.n) - 1, 'JUSTID')
+    -- The next consume adds one back, so the redelivery carries this delivery's number.
+    set_tries(sid, delivery - tonumber(e.n) - 1)
     -- Due now; the backoff entry marks the lease as released so this receipt cannot settle it.
     redis.call('ZADD', K_LEASE, now, sid)
     redis.call('ZADD', K_BACKOFF, now, sid)

@@ -1,6 +1,6 @@
 -- sweep.lua: the timers of one queue, run about once a second by every data-plane replica (safe
 -- concurrently: each call is atomic and idempotent).
--- KEYS: the standard queue keys (common.lua), then KEYS[16] budget (budget.lua is prepended too).
+-- KEYS: the standard queue keys (common.lua), then the budget (budget.lua is prepended too).
 -- ARGV: now_ms, limit per kind, prune_before_day (YYYYMMDD; '0' = do not prune; pruning also drops
 --       per-minute fields older than an hour, minutes.lua), utc_day (YYYYMMDD of now).
 -- The first sweep of each minute (any replica's) samples the oldest waiting message's age into the
@@ -15,18 +15,18 @@ local promoted = promote_due(now, limit)
 wake(promoted, now)
 
 -- Expired leases that used every attempt are dead letters, not redeliveries. The others wait for
--- the next consume, which redelivers them. The PEL counter alone is a lower bound of the attempts
+-- the next consume, which redelivers them. The tries alone are a lower bound of the attempts
 -- (the entry's base `n` is never negative), so the entry (and its body) is read only for a
 -- message that is certainly due for the DLQ; consume, which reads every entry it claims, makes
 -- the exact decision for the rest.
 local dead = 0
 for _, sid in ipairs(redis.call('ZRANGEBYSCORE', K_LEASE, '-inf', now, 'LIMIT', 0, limit)) do
   if not redis.call('ZSCORE', K_BACKOFF, sid) then
-    local p = redis.call('XPENDING', K_STREAM, 'g', sid, sid, 1)
-    if p[1] and p[1][4] >= meta.max_attempts then
+    local tries = tries_of(sid)
+    if tries and tries >= meta.max_attempts then
       local e = entry(K_STREAM, sid)
       if e then
-        dead_letter(sid, e, 'visibility timeout expired', deliveries(K_STREAM, sid, e), now)
+        dead_letter(sid, e, 'visibility timeout expired', deliveries(sid, e), now)
         dead = dead + 1
       end
     end
@@ -65,7 +65,7 @@ end
 -- exact again once the queue holds nothing and no lease is out: what an expired lease added beyond
 -- what was stored is forgotten there. (No bytes held means no lease out: set_lease deletes an
 -- empty one.)
-local K_BUDGET = KEYS[16]
+local K_BUDGET = KEYS[STANDARD_KEYS + 1]
 if leases_held(K_BUDGET, K_STATS, now, '') == 0 and redis.call('XLEN', K_STREAM) == 0
     and redis.call('ZCARD', K_DELAYED) == 0 and redis.call('XLEN', K_DLQ) == 0 then
   local bytes = redis.call('HGET', K_STATS, 'bytes')
