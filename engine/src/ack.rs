@@ -132,18 +132,6 @@ fn nack_results(script: &str, codes: Vec<i64>) -> StorageResult<Vec<NackResult>>
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nack_codes_map_and_a_surprise_is_internal() {
-        let results = nack_results("nack.lua", vec![1, 2, 0]).unwrap();
-        assert_eq!(results, vec![NackResult::Returned, NackResult::DeadLettered, NackResult::LeaseLost]);
-        assert!(matches!(nack_results("nack.lua", vec![1, 7]).unwrap_err(), crate::error::StorageError::Unexpected(_)));
-    }
-}
-
 /// The oldest run (`consume.rs`) that these receipts name whole, with its last stream id: ack.lua
 /// may trim it from the stream's head when every one of them is acknowledged. It checks that
 /// itself, so a receipt named twice only costs the trim, never an entry.
@@ -162,4 +150,16 @@ fn whole_run(receipts: &[Receipt], hints: &[Option<AckHint>]) -> Option<(Run, St
         .filter(|(run, (count, _))| *count == run.len)
         .min_by_key(|(run, _)| (run.first.ms, run.first.seq))
         .map(|(run, (_, last))| (run, last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nack_codes_map_and_a_surprise_is_internal() {
+        let results = nack_results("nack.lua", vec![1, 2, 0]).unwrap();
+        assert_eq!(results, vec![NackResult::Returned, NackResult::DeadLettered, NackResult::LeaseLost]);
+        assert!(matches!(nack_results("nack.lua", vec![1, 7]).unwrap_err(), crate::error::StorageError::Unexpected(_)));
+    }
 }
