@@ -39,8 +39,8 @@ pub fn expiry_ms(now_ms: u64, lease_ms: u64) -> u64 {
     now_ms + (lease_ms + 5 * 60_000).max(3_600_000)
 }
 
-/// A Redis stream entry id, `<ms>-<seq>`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A Redis stream entry id, `<ms>-<seq>`, ordered as Redis orders them (by `ms`, then `seq`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct StreamId {
     pub ms: u64,
     pub seq: u64,

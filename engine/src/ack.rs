@@ -141,14 +141,12 @@ fn whole_run(receipts: &[Receipt], hints: &[Option<AckHint>]) -> Option<(Run, St
         if let Some(run) = hint.and_then(|h| h.run) {
             let (count, last) = runs.entry(run).or_insert((0, run.first));
             *count += 1;
-            if (receipt.stream_id.ms, receipt.stream_id.seq) > (last.ms, last.seq) {
-                *last = receipt.stream_id;
-            }
+            *last = (*last).max(receipt.stream_id);
         }
     }
     runs.into_iter()
         .filter(|(run, (count, _))| *count == run.len)
-        .min_by_key(|(run, _)| (run.first.ms, run.first.seq))
+        .min_by_key(|(run, _)| run.first)
         .map(|(run, (_, last))| (run, last))
 }
 

@@ -51,10 +51,11 @@ if redis.call('EXISTS', K_TRIES) == 1 then tries = redis.call('HMGET', K_TRIES, 
 -- Leases made by an earlier version keep their counter in the consumer group's PEL until they are
 -- settled (common.lua's tries_of): asked for only while the PEL holds any.
 local legacy = redis.call('XPENDING', K_STREAM, 'g')[1] > 0
--- When each entry entered the stream (its id's milliseconds), for the latency histogram.
-local added_at = {}
+-- Each stream id as its two numbers, parsed once: its milliseconds are when the entry entered the
+-- stream (the latency histogram), and both place it against a run (delete_acked).
+local added_at, seq_of = {}, {}
 for i = 0, count - 1 do
-  added_at[i] = parse_sid(sid_args[i + 1])
+  added_at[i], seq_of[i] = parse_sid(sid_args[i + 1])
 end
 local function pending(i, sid)
   if not leased[i + 1] then return nil end
@@ -69,6 +70,8 @@ end
 
 local any_backoff = redis.call('ZCARD', K_BACKOFF) > 0
 local sids, mids, seen, acked, freed, latency = {}, {}, {}, 0, 0, {}
+-- The receipt index of each acknowledged stream id (sids[k] is receipt at_index[k]'s).
+local at_index = {}
 -- The acknowledged leases that have a field in `tries`: HDEL of a missing field scans a small
 -- hash (a listpack) whole, so only these are deleted.
 local tried = {}
@@ -91,6 +94,7 @@ for i = 0, count - 1 do
   if ok then
     seen[sid] = true
     sids[#sids + 1] = sid
+    at_index[#sids] = i
     mids[#mids + 1] = mid
     if tries[i + 1] then tried[#tried + 1] = sid end
     if e then release_idem(e, now) end
@@ -120,8 +124,8 @@ local function delete_acked()
     local lm, ls = parse_sid(run_last)
     local in_run = 0
     rest = {}
-    for _, sid in ipairs(sids) do
-      local m, q = parse_sid(sid)
+    for k, sid in ipairs(sids) do
+      local m, q = added_at[at_index[k]], seq_of[at_index[k]]
       if earlier(m, q, fm, fs) or earlier(lm, ls, m, q) then rest[#rest + 1] = sid else in_run = in_run + 1 end
     end
     local head = in_run == run_len and redis.call('XRANGE', K_STREAM, '-', '+', 'COUNT', 1)[1]
