@@ -9,14 +9,25 @@ use aqs_core::time::now_ms;
 use aqs_engine::{ConsumeOutcome, Delivery, Engine, NackResult};
 use serde_json::json;
 
-/// Leases `max` messages for `lease_ms` (0: the queue's visibility) at the test's clock `now`: the
-/// engine takes the time from its caller, so expiries are reached by moving the clock, not by
-/// sleeping.
-async fn leased(engine: &Engine, queue: QueueId, lease_ms: u64, now: u64) -> (Vec<Delivery>, u64, Option<u64>) {
-    match engine.consume(queue, 10, lease_ms, now, 0).await.unwrap() {
+/// Leases up to `max` messages for `lease_ms` (0: the queue's visibility) at the test's clock
+/// `now`: the engine takes the time from its caller, so expiries are reached by moving the clock,
+/// not by sleeping.
+async fn leased_up_to(
+    engine: &Engine,
+    queue: QueueId,
+    max: u32,
+    lease_ms: u64,
+    now: u64,
+) -> (Vec<Delivery>, u64, Option<u64>) {
+    match engine.consume(queue, max, lease_ms, now, 0).await.unwrap() {
         ConsumeOutcome::Delivered { deliveries, lease_ms, next_due_ms } => (deliveries, lease_ms, next_due_ms),
         other => panic!("{other:?}"),
     }
+}
+
+/// [`leased_up_to`] 10 messages.
+async fn leased(engine: &Engine, queue: QueueId, lease_ms: u64, now: u64) -> (Vec<Delivery>, u64, Option<u64>) {
+    leased_up_to(engine, queue, 10, lease_ms, now).await
 }
 
 #[tokio::test]
@@ -278,12 +289,7 @@ async fn a_run_acknowledged_whole_at_the_head_is_trimmed_and_nothing_else_is() {
         app.publish_text(&queue, &format!("m{i}")).await;
     }
     let (engine, t0) = (&app.state.engine, now_ms());
-    let lease = |max: u32, now: u64| async move {
-        match engine.consume(queue.id, max, 30_000, now, 0).await.unwrap() {
-            ConsumeOutcome::Delivered { deliveries, .. } => deliveries,
-            other => panic!("{other:?}"),
-        }
-    };
+    let lease = |max: u32, now: u64| async move { leased_up_to(engine, queue.id, max, 30_000, now).await.0 };
     let (a, b, c) = (lease(2, t0).await, lease(2, t0).await, lease(2, t0).await);
     assert!(a.iter().all(|d| d.hint.run.is_some_and(|r| r.first == a[0].stream_id && r.len == 2)), "{a:?}");
 
@@ -368,10 +374,7 @@ async fn leases_an_earlier_version_left_in_the_pel_are_still_honoured() {
     assert_eq!(pel_size(&app, queue.id).await, 2);
 
     // The nacked one is due now, the third once its lease runs out: both come back, counted.
-    let again = match engine.consume(queue.id, 10, 30_000, t0 + 30_001, 0).await.unwrap() {
-        ConsumeOutcome::Delivered { deliveries, .. } => deliveries,
-        other => panic!("{other:?}"),
-    };
+    let (again, ..) = leased(engine, queue.id, 30_000, t0 + 30_001).await;
     let mut attempts: Vec<_> = again.iter().map(|d| (d.stream_id, d.attempts)).collect();
     attempts.sort_by_key(|(sid, _)| receipts.iter().position(|r| r.stream_id == *sid));
     assert_eq!(attempts.iter().map(|(_, n)| *n).collect::<Vec<_>>(), [3, 2], "{again:?}");
