@@ -11,8 +11,9 @@
 //! # Structures (per queue, all under the hash tag `{q:ID}`, names from `aqs_core::keys`)
 //!
 //! - `s`: a stream with one consumer group `g` and one consumer `c`, read with `NOACK`: the group
-//!   is only the cursor past which nothing was delivered. It holds every ready and leased message. Entries are version-1 records (`v`, `id`, `b`, `ct`, `a`, `g`, `pa`, `ik`,
-//!   `n`, `sz`; see `scripts/common.lua`); a publish writes only what cannot be derived (`id`, `b`,
+//!   is only the cursor past which nothing was delivered. It holds every ready and leased message.
+//!   Entries are version-1 records (`v`, `id`, `b`, `ct`, `a`, `g`, `pa`, `ik`, `n`, `sz`; see
+//!   `scripts/common.lua`); a publish writes only what cannot be derived (`id`, `b`,
 //!   and `ct`, `a`, `g`, `pa`, `ik` when they are not the default), and every script reads entries
 //!   back whole through common.lua's `record`.
 //! - `lease`: zset stream id → lease deadline (ms). Its members are exactly the leased entries.
@@ -46,9 +47,9 @@
 //! publish → (delayed → promoted) → stream, never delivered → consume: XREADGROUP NOACK moves the
 //! cursor past it and the lease zset takes its deadline; the entries one consume read are a run,
 //! named in their receipts → ack: XTRIM of a whole run at the stream's head, else XDEL, + ZREM,
-//! bytes freed,
-//! the idempotency record gets a TTL of what remains of publish + 24 h. While `meta.w` lies ahead,
-//! a publish PUBLISHes the number of messages it stored, and the publishing replica, on the queue's
+//! bytes freed, the idempotency record gets a TTL of what remains of publish + 24 h. While
+//! `meta.w` lies ahead, a publish PUBLISHes the number of messages it stored, and the publishing
+//! replica, on the queue's
 //! wake channel; every other replica wakes that many of its long polls (`wake.rs`), not all of
 //! them (the publishing one woke its own when the script returned). Without a waiter it PUBLISHes
 //! nothing: a consume that finds nothing for a poll that will wait moves `w` up to the poll's
@@ -70,13 +71,13 @@
 //!   delivery (`lease_lost`).
 //! - A stream id is never reused and an entry is never rewritten in place (a redelivery keeps it, a
 //!   replay writes a new id), so what a receipt says about its entry stays true: consume puts the
-//!   entry's `n`, `sz` and whether it has an idempotency key into the (HMAC'd, version 2) receipt
+//!   entry's `n`, `sz` and whether it has an idempotency key into the (HMAC'd, version 2 or 3) receipt
 //!   and ack checks the lease and its tries alone, reading the entry only to release an
 //!   idempotency record or for a version 1 receipt. A lease implies its entry: every script that
 //!   deletes a stream entry removes its lease in the same script.
 //! - `lease` members = the leased entries; stream = never-delivered entries (after the group's
-//!   last-delivered id) ∪ the leased ones. A message is in exactly one of: delayed, stream, dlq (each move writes the new place
-//!   before deleting the old one, inside one script).
+//!   last-delivered id) ∪ the leased ones. A message is in exactly one of: delayed, stream, dlq
+//!   (each move writes the new place before deleting the old one, inside one script).
 //! - `stats.bytes` + what replicas drew from their leases and have not flushed = Σ `sz` over
 //!   delayed, stream and dlq (a crashed replica's expired lease counts whole: more, never less).
 //!   A publish is admitted only if `stats.bytes` + every live lease + its bytes fit the storage
