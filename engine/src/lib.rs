@@ -225,10 +225,13 @@ impl Engine {
 
     /// Returns once the replicas `AQS_REDIS_REPLICA_ACKS` asks for have this process's writes to
     /// `key`'s primary: for writes made outside the scripts, such as the control plane's projection
-    /// of settings and tokens, which share this engine's connection.
+    /// of settings and tokens, which share this engine's connection. The confirmation's deadline
+    /// (`ReplicaAcks::confirm`) counts from this call, not from the writes: the projection is
+    /// rebuilt from PostgreSQL after a failover anyway.
     pub async fn confirm_replicated(&self, keys: &[String]) -> StorageResult<()> {
+        let since = Instant::now();
         for key in keys {
-            self.acks.confirm(&self.conn, key).await?;
+            self.acks.confirm(&self.conn, key, since).await?;
         }
         Ok(())
     }
@@ -315,25 +318,27 @@ impl Engine {
     /// script's refusal (`rate.lua`) is the error `rate_limited`.
     async fn run(&self, inv: &Invocation<'_>) -> StorageResult<Value> {
         let mut conn = self.conn.clone();
-        let started = aqs_core::metrics::enabled().then(Instant::now);
+        let sent = Instant::now();
+        let started = aqs_core::metrics::enabled().then_some(sent);
         let result: redis::RedisResult<Value> = inv.inv.invoke_async(&mut conn).await;
         if let Some(started) = started {
             aqs_core::metrics::script_ran(self.scripts.name_of(inv.script), started.elapsed(), result.is_ok());
         }
         let value = self.settle(result?)?;
         if let Some(queue) = inv.queue {
-            self.replicated(inv.script, queue).await?;
+            self.replicated(inv.script, queue, sent).await?;
         }
         Ok(value)
     }
 
-    /// Returns once the replicas `AQS_REDIS_REPLICA_ACKS` asks for have what `script` wrote to
-    /// `queue`, when it is a write a client is answered for (`Scripts::acknowledged`).
-    async fn replicated(&self, script: &Script, queue: QueueId) -> StorageResult<()> {
+    /// Returns once the replicas `AQS_REDIS_REPLICA_ACKS` asks for have what `script` (sent to
+    /// Redis at `sent`) wrote to `queue`, when it is a write a client is answered for
+    /// (`Scripts::acknowledged`).
+    async fn replicated(&self, script: &Script, queue: QueueId, sent: Instant) -> StorageResult<()> {
         if !self.acks.enabled() || !self.scripts.acknowledged(script) {
             return Ok(());
         }
-        self.acks.confirm(&self.conn, &self.keys.queue(queue).meta()).await
+        self.acks.confirm(&self.conn, &self.keys.queue(queue).meta(), sent).await
     }
 
     /// An EVALSHA of `script` that the caller built itself: the single publish skips
@@ -341,7 +346,8 @@ impl Engine {
     /// retries after a Redis restart emptied the script cache, as `run` does.
     async fn run_evalsha(&self, script: &Script, queue: QueueId, evalsha: &redis::Cmd) -> StorageResult<Value> {
         let mut conn = self.conn.clone();
-        let started = aqs_core::metrics::enabled().then(Instant::now);
+        let sent = Instant::now();
+        let started = aqs_core::metrics::enabled().then_some(sent);
         let result: redis::RedisResult<Value> = match evalsha.query_async(&mut conn).await {
             Err(err) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
                 match script.load_async(&mut conn).await {
@@ -355,7 +361,7 @@ impl Engine {
             aqs_core::metrics::script_ran(self.scripts.name_of(script), started.elapsed(), result.is_ok());
         }
         let value = self.settle(result?)?;
-        self.replicated(script, queue).await?;
+        self.replicated(script, queue, sent).await?;
         Ok(value)
     }
 }

@@ -15,7 +15,18 @@
 //! 3. meanwhile the marker is read back and deleted (`GETDEL`, a write) through the connection that
 //!    carried the writes: it must find it, which proves that connection reaches the same primary,
 //!    writable, and not a server the other one has left (during a failover the two could briefly
-//!    follow different primaries).
+//!    follow different primaries);
+//! 4. the round answers within twice `AQS_REDIS_REPLICA_ACK_TIMEOUT_MS` of the moment the write
+//!    was sent ([`CONFIRM_WITHIN_TIMEOUTS`]), or the write is not confirmed. Steps 1 to 3 prove
+//!    where the connections lead *now*, not where the writes went: both connections follow a
+//!    failover (the cluster client by `MOVED` and by retrying a command its dead node never
+//!    answered, the Sentinel client by asking the Sentinels again). A write the old primary took
+//!    just before it died, whose round then reached the new primary once the old one had come back
+//!    as its replica, passed steps 1 to 3 while the write was gone: the cluster failover test lost
+//!    one acknowledged publish that way on a loaded machine. A promotion cannot happen sooner than
+//!    the old primary's failure is detected (`cluster-node-timeout`, Sentinel's
+//!    `down-after-milliseconds`, both far above twice the timeout in any sane deployment), so a
+//!    round that ends in time ran on the primary that took the writes.
 //!
 //! The writes of a primary share rounds (group commit): a write that finishes while
 //! [`ROUNDS_IN_FLIGHT`] rounds of its primary are under way waits with the others that finish
@@ -42,6 +53,11 @@ type Confirmed = Result<u32, String>;
 
 /// How long a marker outlives a round that could not delete it (its process died mid-round).
 const MARKER_TTL_MS: u64 = 60_000;
+
+/// A write is confirmed only if its round answers within this many replica-ack timeouts of the
+/// write being sent to Redis: one for a round already under way when it finished, one for its own
+/// (the module's step 4).
+const CONFIRM_WITHIN_TIMEOUTS: u32 = 2;
 
 /// How long opening a `WAIT` connection may take before the round's writes answer 503.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -105,8 +121,10 @@ impl ReplicaAcks {
     }
 
     /// Returns once `self.replicas` replicas of the primary owning `key` have every write this
-    /// process sent it through `conn` so far; `replication_timeout` if fewer confirm in time.
-    pub async fn confirm(&self, conn: &RedisConn, key: &str) -> StorageResult<()> {
+    /// process sent it through `conn` so far, the last of them at `sent`; `replication_timeout`
+    /// if fewer confirm in time, or if the confirmation comes too late to be about the primary
+    /// that took the writes (the module's step 4).
+    pub async fn confirm(&self, conn: &RedisConn, key: &str, sent: std::time::Instant) -> StorageResult<()> {
         if !self.enabled() {
             return Ok(());
         }
@@ -132,7 +150,16 @@ impl ReplicaAcks {
             };
             tokio::spawn(lead_group(group, round));
         }
-        match confirmed.await {
+        let deadline = tokio::time::Instant::from_std(sent) + self.timeout * CONFIRM_WITHIN_TIMEOUTS;
+        let Ok(confirmed) = tokio::time::timeout_at(deadline, confirmed).await else {
+            return Err(StorageError::NotReplicated(format!(
+                "the write was not confirmed by {} replica(s) within {} ms of being sent; it may or may not be \
+                 stored: retry it (with the same idempotency key for a publish)",
+                self.replicas,
+                (self.timeout * CONFIRM_WITHIN_TIMEOUTS).as_millis()
+            )));
+        };
+        match confirmed {
             Ok(Ok(n)) if n >= self.replicas => Ok(()),
             Ok(Ok(n)) => Err(StorageError::NotReplicated(format!(
                 "the write was not confirmed by {} replica(s) within {} ms ({n} confirmed); it may or may not \

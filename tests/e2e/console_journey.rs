@@ -50,9 +50,10 @@ impl Browser {
     }
 
     pub(crate) async fn css(&self, selector: &str) -> fantoccini::elements::Element {
+        // 20 s: a page that a loaded machine (the whole suite at once) served slowly is no failure.
         self.client
             .wait()
-            .at_most(Duration::from_secs(10))
+            .at_most(Duration::from_secs(20))
             .for_element(Locator::Css(selector))
             .await
             .unwrap_or_else(|err| panic!("no element {selector}: {err}"))

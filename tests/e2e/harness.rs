@@ -358,16 +358,21 @@ impl Tenant {
         let base = server.base();
         let signup = sign_up(&http, &base, &format!("{}@example.com", unique("m"))).await;
         let session = signup["session"].as_str().expect("signup returns a session").to_owned();
-        let created: Value = http
-            .post(format!("{base}/api/v1/queues"))
-            .bearer_auth(&session)
-            .json(&queue)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        // A 503 (a replica that did not confirm in time, on a loaded machine) is retried, as the
+        // API asks of its clients.
+        let mut tries = 0;
+        let created = loop {
+            tries += 1;
+            let response =
+                http.post(format!("{base}/api/v1/queues")).bearer_auth(&session).json(&queue).send().await.unwrap();
+            let status = response.status();
+            let created: Value = response.json().await.unwrap_or_default();
+            if created["queue"]["slug"].is_string() {
+                break created;
+            }
+            assert!(status == 503 && tries < 5, "creating the queue answered {status} {created}");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        };
         let slug = created["queue"]["slug"].as_str().expect("queue.slug").to_owned();
         let id = created["queue"]["id"].as_str().expect("queue.id").to_owned();
         let token = created["token"]["secret"].as_str().expect("token.secret").to_owned();

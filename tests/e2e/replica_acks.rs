@@ -6,7 +6,7 @@ use crate::failover::{in_sync, put_to_sleep_for, replication_lag, test_settings}
 use crate::harness::Redis;
 use aqs_core::config::Config;
 use aqs_engine::{Engine, StorageError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A primary, its replica in sync, and an engine on the primary whose writes wait for one replica
 /// for up to `timeout`.
@@ -57,6 +57,34 @@ async fn a_write_the_replica_does_not_confirm_in_time_is_refused() {
     write(&engine, "tacks:late").await;
     let refused = engine.confirm_replicated(&["tacks:late".into()]).await;
     assert!(matches!(refused, Err(StorageError::NotReplicated(_))), "{refused:?}");
+}
+
+/// A confirmation is about the primary that took the write only if it comes soon after the write:
+/// a round that ends later may have reached a new primary that a failover promoted meanwhile,
+/// which never had the write (the connection followed the failover). Here the replica has the
+/// write, but the round comes too late to say so.
+#[tokio::test]
+async fn a_confirmation_later_than_twice_the_timeout_after_the_write_is_refused() {
+    // A timeout long enough that a loaded machine still confirms the first write in time.
+    let timeout = Duration::from_secs(2);
+    let (primary, _replica, _engine) = primary_with_replica(timeout).await;
+    let options = aqs_core::redis_conn::RedisOptions::urls(&[primary.url()]);
+    let acks = aqs_engine::ReplicaAcks::new(1, timeout, options, "tacks:mark:".into());
+    let conn = aqs_core::redis_conn::connect(&[primary.url()]).await.expect("the primary");
+    let set = |key: &'static str| redis::cmd("SET").arg(key).arg("v").clone();
+
+    let sent = Instant::now();
+    set("tacks:soon").query_async::<()>(&mut conn.clone()).await.unwrap();
+    acks.confirm(&conn, "tacks:soon", sent).await.expect("confirmed by the replica in sync");
+
+    let sent = Instant::now();
+    set("tacks:held").query_async::<()>(&mut conn.clone()).await.unwrap();
+    // The process was held up after the write (a starved task, or a command its connection
+    // retried on the next primary) for longer than a round in flight and its own may take.
+    tokio::time::sleep(timeout * 2 + Duration::from_millis(100)).await;
+    let refused = acks.confirm(&conn, "tacks:held", sent).await;
+    assert!(matches!(refused, Err(StorageError::NotReplicated(_))), "{refused:?}");
+    assert_eq!(replication_lag(&primary), 0, "the replica had the write all along");
 }
 
 #[tokio::test]
