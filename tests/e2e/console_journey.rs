@@ -50,13 +50,19 @@ impl Browser {
     }
 
     pub(crate) async fn css(&self, selector: &str) -> fantoccini::elements::Element {
-        // 20 s: a page that a loaded machine (the whole suite at once) served slowly is no failure.
-        self.client
-            .wait()
-            .at_most(Duration::from_secs(20))
-            .for_element(Locator::Css(selector))
-            .await
-            .unwrap_or_else(|err| panic!("no element {selector}: {err}"))
+        match self.client.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css(selector)).await {
+            Ok(element) => element,
+            Err(err) => {
+                // Where the browser was instead, and what it showed.
+                let url = self.client.current_url().await.map(|u| u.to_string()).unwrap_or_default();
+                let text = match self.client.find(Locator::Css("body")).await {
+                    Ok(body) => body.text().await.unwrap_or_default(),
+                    Err(_) => String::new(),
+                };
+                let text: String = text.chars().take(600).collect();
+                panic!("no element {selector}: {err}; the browser is at {url}, showing: {text}")
+            }
+        }
     }
 
     /// The element's text. The Overview replaces its figures in place every few seconds, so an
