@@ -47,21 +47,20 @@
 //! publish → (delayed → promoted) → stream, never delivered → consume: XREADGROUP NOACK moves the
 //! cursor past it and the lease zset takes its deadline; the entries one consume read are a run,
 //! named in their receipts → ack: XTRIM of a whole run at the stream's head, else XDEL, + ZREM,
-//! bytes freed, the idempotency record gets a TTL of what remains of publish + 24 h. While
-//! `meta.w` lies ahead, a publish PUBLISHes the number of messages it stored, and the publishing
-//! replica, on the queue's
-//! wake channel; every other replica wakes that many of its long polls (`wake.rs`), not all of
-//! them (the publishing one woke its own when the script returned). Without a waiter it PUBLISHes
-//! nothing: a consume that finds nothing for a poll that will wait moves `w` up to the poll's
-//! deadline in the same script, so no publish can fall between the empty answer and the mark. An extend (a consumer's
-//! heartbeat, `extend.lua`) moves a current delivery's lease deadline to now + the new lease, with
-//! ack's check of the receipt. A nack moves the lease
-//! deadline to now + delay and marks it in `backoff`; a lease that runs out is simply due. The
-//! next consume delivers due leases first (their tries go up by one); a due
-//! lease whose deliveries reached max attempts is moved to the DLQ instead (reason: the nack's
-//! error, or "visibility timeout expired"), by that consume or by the sweeper. `bury` dead-letters a
-//! current delivery at once whatever its attempts (a push handler's non-retryable answer). `release` hands a
-//! delivery back uncounted and due at once (a push dispatcher stopped before it sent it). Replay re-adds the
+//! bytes freed, the idempotency record gets a TTL of what remains of publish + 24 h. While `meta.w`
+//! lies ahead, a publish PUBLISHes the number of messages it stored, and the publishing replica, on
+//! the queue's wake channel; every other replica wakes that many of its long polls (`wake.rs`), not
+//! all of them (the publishing one woke its own when the script returned). Without a waiter it
+//! PUBLISHes nothing: a consume that finds nothing for a poll that will wait moves `w` up to the
+//! poll's deadline in the same script, so no publish can fall between the empty answer and the
+//! mark. An extend (a consumer's heartbeat, `extend.lua`) moves a current delivery's lease deadline
+//! to now + the new lease, with ack's check of the receipt. A nack moves the lease deadline to
+//! now + delay and marks it in `backoff`; a lease that runs out is simply due. The next consume
+//! delivers due leases first (their tries go up by one); a due lease whose deliveries reached max
+//! attempts is moved to the DLQ instead (reason: the nack's error, or "visibility timeout
+//! expired"), by that consume or by the sweeper. `bury` dead-letters a current delivery at once
+//! whatever its attempts (a push handler's non-retryable answer). `release` hands a delivery back
+//! uncounted and due at once (a push dispatcher stopped before it sent it). Replay re-adds the
 //! record to the stream with `n = 0` (attempts reset, same message id, new stream id).
 //!
 //! # Invariants
@@ -71,8 +70,8 @@
 //!   delivery (`lease_lost`).
 //! - A stream id is never reused and an entry is never rewritten in place (a redelivery keeps it, a
 //!   replay writes a new id), so what a receipt says about its entry stays true: consume puts the
-//!   entry's `n`, `sz` and whether it has an idempotency key into the (HMAC'd, version 2 or 3) receipt
-//!   and ack checks the lease and its tries alone, reading the entry only to release an
+//!   entry's `n`, `sz` and whether it has an idempotency key into the (HMAC'd, version 2 or 3)
+//!   receipt and ack checks the lease and its tries alone, reading the entry only to release an
 //!   idempotency record or for a version 1 receipt. A lease implies its entry: every script that
 //!   deletes a stream entry removes its lease in the same script.
 //! - `lease` members = the leased entries; stream = never-delivered entries (after the group's
