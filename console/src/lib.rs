@@ -9,7 +9,8 @@
 //!
 //! The layers:
 //! - [`router`] mounts the pages and the static assets, behind two layers: the CSRF guard (every
-//!   POST) and the response headers (no caching of pages, no framing, a strict CSP);
+//!   POST) and the response headers (no caching of pages, no framing, a strict CSP); `finish`
+//!   runs every POST on a task of its own, so a browser that leaves does not cut an action short;
 //! - `extract`: who is asking (`Visitor`, `CurrentMember`) and the posted form;
 //! - `form`: the flow of every state-changing form (claim its one-time id, act, redirect or show
 //!   it again), so that a form posted twice acts once;
@@ -26,6 +27,7 @@ mod device;
 mod error;
 mod extract;
 mod fields;
+mod finish;
 mod flash;
 mod form;
 mod format;
@@ -149,5 +151,7 @@ pub fn router(config: &Config, control: ControlPlane, engine: impl Into<Engine>)
         .layer(middleware::from_fn_with_state(state.clone(), error::error_pages_with_menu))
         .layer(middleware::from_fn_with_state(state.clone(), error::require_database))
         .layer(middleware::from_fn_with_state(state.clone(), headers::page_headers))
+        // Outermost, so that a POST whose browser left still runs every layer to its end.
+        .layer(middleware::from_fn(finish::run_to_the_end))
         .with_state(state)
 }

@@ -18,6 +18,9 @@ pub(crate) const FIELD: &str = "form_id";
 const FORM_TTL: Duration = Duration::from_secs(24 * 3600);
 /// How long a secret waits for its page: the redirect follows at once.
 const SECRET_TTL: Duration = Duration::from_secs(300);
+/// How long a resubmission waits for the first submission to finish acting.
+const FIRST_RESULT_WAIT: Duration = Duration::from_secs(5);
+const FIRST_RESULT_POLL: Duration = Duration::from_millis(50);
 
 /// A fresh id for a form about to be rendered.
 pub(crate) fn new_id() -> String {
@@ -45,10 +48,24 @@ pub(crate) async fn claim(
     if state.engine().put_new(&key, "", FORM_TTL).await? {
         return Ok(Ok(Claim { key }));
     }
-    let location = state.engine().value(&key).await?;
-    let location = location.filter(|l| !l.is_empty()).unwrap_or_else(|| "/".to_owned());
+    let location = first_result(state, &key).await?.unwrap_or_else(|| "/".to_owned());
     let message = "This form was already sent; it was done once and not again.";
     Ok(Err(flash::redirect(state, member.secure, &location, message)))
+}
+
+/// Where the first submission of the form claimed as `key` shows its result. A double click
+/// sends the second submission while the first is still acting, so its result is waited for
+/// (up to [`FIRST_RESULT_WAIT`]) rather than sending the browser away from the token it made.
+/// `None`: the first submission has not finished (or failed without saying where to look).
+async fn first_result(state: &ConsoleState, key: &str) -> PageResult<Option<String>> {
+    let deadline = tokio::time::Instant::now() + FIRST_RESULT_WAIT;
+    loop {
+        let location = state.engine().value(key).await?.filter(|l| !l.is_empty());
+        if location.is_some() || tokio::time::Instant::now() >= deadline {
+            return Ok(location);
+        }
+        tokio::time::sleep(FIRST_RESULT_POLL).await;
+    }
 }
 
 impl Claim {

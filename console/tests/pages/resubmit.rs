@@ -171,3 +171,91 @@ async fn replaying_a_token_revoke_or_an_added_domain_is_answered_not_repeated(db
     page.assert_lacks("already exists");
     assert_eq!(page.body.matches("<tr data-domain=\"example.test\"").count(), 1);
 }
+
+/// The fields of the create form as a browser posts them, with its one-time id.
+fn create_fields(form_id: &str) -> Vec<(&str, &str)> {
+    let mut fields = CREATE.to_vec();
+    fields.push(("form_id", form_id));
+    fields
+}
+
+/// A double click on "Create queue" posts the form twice, the second while the first is still
+/// creating the queue: both answers lead to the page that shows the queue's token.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_double_click_on_create_leads_both_submissions_to_the_token(db: PgPool) {
+    let app = spawn_console(db).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.get("/new").await;
+    let form_id = ada.form_id.clone().expect("the form carries a one-time id");
+    let fields = create_fields(&form_id);
+
+    let mut same_tab = ada.clone();
+    let (first, second) = tokio::join!(ada.post("/new", &fields), same_tab.post("/new", &fields));
+    assert_eq!((first.status, second.status), (303, 303), "{}\n{}", first.body, second.body);
+    assert!(first.location().starts_with("/queues/image-jobs"), "{}", first.location());
+    assert_eq!(first.location(), second.location(), "both clicks lead to the created queue");
+    // The browser shows the answer to the last click; that page shows the token.
+    let shown = same_tab.follow(second).await;
+    assert!(shown.secret().is_some(), "the token, shown once: {}", shown.body);
+    let list = ada.get("/").await;
+    assert_eq!(list.body.matches("href=\"/queues/image-jobs\"").count(), 1, "{}", list.body);
+}
+
+/// The first of two clicks is abandoned by the browser (it closes the connection) while the queue
+/// is being created: the creation still finishes and says where its token is shown, so the second
+/// click lands there instead of on a page without it.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_create_whose_browser_left_still_leads_the_next_click_to_its_token(db: PgPool) {
+    use tokio::io::AsyncWriteExt;
+    let app = spawn_console(db.clone()).await;
+    let mut ada = Visitor::new(&app);
+    ada.sign_up("ada@example.com").await;
+    ada.get("/new").await;
+    let form_id = ada.form_id.clone().expect("the form carries a one-time id");
+    let fields = create_fields(&form_id);
+
+    // Holds the creation at its insert until the browser has gone.
+    let mut lock = db.begin().await.unwrap();
+    sqlx::query("LOCK TABLE queues IN SHARE ROW EXCLUSIVE MODE").execute(&mut *lock).await.unwrap();
+    let csrf = ada.csrf.clone().expect("the form's CSRF token");
+    let body = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(fields.iter().copied().chain([("csrf", csrf.as_str())]))
+        .finish();
+    let address = app.base.trim_start_matches("http://");
+    let mut browser = tokio::net::TcpStream::connect(address).await.unwrap();
+    let request = format!(
+        "POST /new HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+         Content-Length: {}\r\nCookie: {}\r\n\r\n{body}",
+        body.len(),
+        ada.cookie_line()
+    );
+    browser.write_all(request.as_bytes()).await.unwrap();
+    wait_for_a_waiting_insert(&db).await;
+    drop(browser);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    lock.rollback().await.unwrap();
+
+    let second = ada.post("/new", &fields).await;
+    assert_eq!(second.status, 303, "{}", second.body);
+    assert!(second.location().starts_with("/queues/image-jobs"), "the created queue, not {}", second.location());
+    let shown = ada.follow(second).await;
+    assert!(shown.secret().is_some(), "the token, shown once: {}", shown.body);
+}
+
+/// Waits until a statement is blocked on the lock the test holds: the creation has begun.
+async fn wait_for_a_waiting_insert(db: &PgPool) {
+    for _ in 0..200 {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+        )
+        .fetch_one(db)
+        .await
+        .unwrap();
+        if waiting > 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("the creation never reached the queues table");
+}

@@ -157,7 +157,10 @@ impl Part<'_> {
     }
 }
 
-/// One browser: its cookies and the CSRF token of the last page it saw.
+/// One browser: its cookies and the CSRF token of the last page it saw. A clone sends what this
+/// browser would (its session, its tokens) for a request made beside it, such as the second of
+/// two clicks; it keeps the cookies it is given from then on to itself.
+#[derive(Clone)]
 pub struct Visitor {
     base: String,
     http: reqwest::Client,
@@ -194,11 +197,16 @@ impl Visitor {
         self.cookies.push((name.to_owned(), value.to_owned()));
     }
 
+    /// The `Cookie` header's value this browser sends.
+    pub fn cookie_line(&self) -> String {
+        let pairs: Vec<String> = self.cookies.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        pairs.join("; ")
+    }
+
     async fn send(&mut self, request: reqwest::RequestBuilder) -> Page {
         let mut request = request.headers(self.headers.clone());
         if !self.cookies.is_empty() {
-            let line: Vec<String> = self.cookies.iter().map(|(n, v)| format!("{n}={v}")).collect();
-            request = request.header("cookie", line.join("; "));
+            request = request.header("cookie", self.cookie_line());
         }
         let response = request.send().await.expect("request");
         let status = response.status().as_u16();
