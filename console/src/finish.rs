@@ -10,13 +10,15 @@ use axum::extract::Request;
 use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use tracing::Instrument;
 
 /// Runs a POST (any method but GET and HEAD) on its own task and waits for its answer.
 pub(crate) async fn run_to_the_end(request: Request, next: Next) -> Response {
     if matches!(*request.method(), Method::GET | Method::HEAD) {
         return next.run(request).await;
     }
-    match tokio::spawn(next.run(request)).await {
+    // The task keeps the request's log span (its request id).
+    match tokio::spawn(next.run(request).in_current_span()).await {
         Ok(response) => response,
         // A panic stays a panic, as it was before the request moved to a task of its own.
         Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
