@@ -1,18 +1,32 @@
 //! One HTTP attempt: POST a signed body to the handler and say what happened, as an [`Answer`].
 //! Nothing here decides what the answer means (that is `outcome`) or touches the queue.
 //!
-//! The client never follows redirects (a 3xx is an answer like any other), uses no proxy, resolves
-//! through the SSRF guard, and speaks http and https (rustls, webpki roots).
+//! The client is our own, thin one over hyper: message mode sends one POST per message, and a
+//! general client's pool, URL handling and layers cost about a third of a delivery's CPU
+//! (`docs/performance.md`). Each dispatcher keeps the connections it opened (`connect`: the SSRF
+//! guard, TLS) in its settings' [`Connections`], at most one per request in flight, and takes the
+//! one returned last. It never follows redirects (a 3xx is an answer like any other) and uses no
+//! proxy.
 
+use super::connect::{Connector, NotConnected, Sender};
 use super::settings::PushSettings;
-use super::ssrf::{GuardedResolver, Refused, check_literal, refusal_in};
+use super::ssrf::Refused;
 use aqs_core::time::now_ms;
-use reqwest::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
-use std::sync::Arc;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper::body::Incoming;
+use hyper::header::{CONTENT_TYPE, HOST, HeaderValue, RETRY_AFTER, USER_AGENT};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-const USER_AGENT: &str = concat!("AQS-Push/", env!("CARGO_PKG_VERSION"));
+const AGENT: &str = concat!("AQS-Push/", env!("CARGO_PKG_VERSION"));
+/// An answer longer than this is read no further and its connection is not kept: what a verdict
+/// uses of it is far shorter (the caller's `keep`).
+const DRAIN_MAX_BYTES: usize = 64 * 1024;
+/// A kept connection unused for longer is closed rather than tried: a handler's server closes its
+/// own idle connections after a while, and a request sent as it does would fail.
+const IDLE_MAX: Duration = Duration::from_secs(30);
 
 /// What one request came to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,23 +49,44 @@ pub struct Attempt {
     pub latency: Duration,
 }
 
+/// The idle connections of one dispatcher to its handler, the last returned on top.
+#[derive(Default)]
+pub struct Connections {
+    idle: Mutex<Vec<(Sender, Instant)>>,
+}
+
+impl std::fmt::Debug for Connections {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let idle = self.idle.lock().map(|idle| idle.len()).unwrap_or_default();
+        f.debug_struct("Connections").field("idle", &idle).finish()
+    }
+}
+
+impl Connections {
+    /// The most recently returned connection that is still open.
+    fn take(&self) -> Option<Sender> {
+        let mut idle = self.idle.lock().expect("the idle list is never poisoned");
+        while let Some((sender, since)) = idle.pop() {
+            if since.elapsed() < IDLE_MAX && !sender.is_closed() {
+                return Some(sender);
+            }
+        }
+        None
+    }
+
+    fn put(&self, sender: Sender) {
+        self.idle.lock().expect("the idle list is never poisoned").push((sender, Instant::now()));
+    }
+}
+
 /// The HTTP client of every dispatcher of a process.
 pub struct PushClient {
-    http: reqwest::Client,
-    allow_private: bool,
+    connector: Connector,
 }
 
 impl PushClient {
     pub fn new(allow_private: bool) -> Self {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .dns_resolver(Arc::new(GuardedResolver { allow_private }))
-            .connect_timeout(CONNECT_TIMEOUT)
-            .user_agent(USER_AGENT)
-            .build()
-            .expect("the push HTTP client builds from static settings");
-        Self { http, allow_private }
+        Self { connector: Connector::new(allow_private) }
     }
 
     /// POSTs `body` signed as `webhook-id: id`, waiting up to the target's timeout, and keeps at
@@ -59,63 +94,78 @@ impl PushClient {
     pub async fn send(&self, settings: &PushSettings, id: &str, body: Vec<u8>, keep: usize) -> Attempt {
         let sent_at_ms = now_ms();
         let started = Instant::now();
-        let answer = match check_literal(&settings.url, self.allow_private) {
-            Err(refused) => Answer::Refused(refused),
-            Ok(()) => {
-                let exchange = self.exchange(settings, id, body, keep, sent_at_ms);
-                match tokio::time::timeout(settings.timeout(), exchange).await {
-                    Ok(answer) => answer,
-                    Err(_) => Answer::TimedOut,
-                }
-            }
-        };
+        let exchange = self.exchange(settings, id, body, keep, sent_at_ms);
+        let answer = tokio::time::timeout(settings.timeout(), exchange).await.unwrap_or(Answer::TimedOut);
         Attempt { answer, sent_at_ms, latency: started.elapsed() }
     }
 
     async fn exchange(&self, settings: &PushSettings, id: &str, body: Vec<u8>, keep: usize, now: u64) -> Answer {
         let timestamp = now / 1000;
         let signature = settings.keys.header(id, timestamp, &body, now);
-        let request = self
-            .http
-            .post(settings.url.clone())
+        let mut request = Request::post(settings.target.clone())
+            .header(HOST, settings.host.clone())
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .header(USER_AGENT, HeaderValue::from_static(AGENT))
             .header("webhook-id", id)
-            .header("webhook-timestamp", timestamp.to_string())
+            .header("webhook-timestamp", timestamp)
             .header("webhook-signature", signature)
-            .body(body);
-        let mut response = match request.send().await {
-            Ok(response) => response,
-            Err(err) => return failure(&err),
+            .body(Full::new(Bytes::from(body)))
+            .expect("the request's parts are valid");
+        // A kept connection the handler closed meanwhile gives the request back unsent: it goes
+        // out again on the next kept one, or a new one (a request that was sent is never sent
+        // twice here). A new connection that fails is the answer.
+        let (sender, response) = loop {
+            let (mut sender, fresh) = match settings.connections.take() {
+                Some(sender) => (sender, false),
+                None => match self.connector.open(&settings.url).await {
+                    Ok(sender) => (sender, true),
+                    Err(NotConnected::Refused(refused)) => return Answer::Refused(refused),
+                    Err(NotConnected::Failed(text)) => return Answer::Failed(text),
+                    Err(NotConnected::TimedOut) => return Answer::TimedOut,
+                },
+            };
+            if let Err(err) = sender.ready().await {
+                if fresh {
+                    return Answer::Failed(format!("connection failed: {err}"));
+                }
+                continue;
+            }
+            match sender.try_send_request(request).await {
+                Ok(response) => break (sender, response),
+                Err(mut err) => match err.take_message() {
+                    Some(unsent) if !fresh => request = unsent,
+                    _ => return Answer::Failed(format!("connection failed: {}", err.error())),
+                },
+            }
         };
         let status = response.status().as_u16();
         let retry_after = response.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let mut kept = Vec::new();
-        while kept.len() < keep {
-            match response.chunk().await {
-                Ok(Some(chunk)) => kept.extend_from_slice(&chunk[..chunk.len().min(keep - kept.len())]),
-                Ok(None) => break,
-                // The status is the answer; a body cut short only shortens the reason.
-                Err(_) => break,
-            }
+        let (kept, whole) = read_start(response.into_body(), keep).await;
+        if whole {
+            settings.connections.put(sender);
         }
         Answer::Status { status, retry_after, body: kept }
     }
 }
 
-fn failure(err: &reqwest::Error) -> Answer {
-    if let Some(refused) = refusal_in(err) {
-        return Answer::Refused(refused);
+/// The first `keep` bytes of an answer's body, and whether the body was read to its end (only
+/// then can its connection carry another request).
+async fn read_start(mut body: Incoming, keep: usize) -> (Vec<u8>, bool) {
+    let mut kept = Vec::new();
+    let mut read = 0;
+    while read <= DRAIN_MAX_BYTES {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Some(data) = frame.data_ref() {
+                    read += data.len();
+                    let room = keep.saturating_sub(kept.len());
+                    kept.extend_from_slice(&data[..data.len().min(room)]);
+                }
+            }
+            None => return (kept, true),
+            // The status is the answer; a body cut short only shortens the reason.
+            Some(Err(_)) => return (kept, false),
+        }
     }
-    if err.is_timeout() {
-        return Answer::TimedOut;
-    }
-    // reqwest's own text is generic ("error sending request"); the causes say what failed.
-    let mut text = String::from("connection failed");
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    Answer::Failed(text)
+    (kept, false)
 }

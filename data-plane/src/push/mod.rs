@@ -25,6 +25,7 @@
 
 mod backoff;
 pub mod batch;
+mod connect;
 pub mod deliver;
 pub mod dispatcher;
 mod log;

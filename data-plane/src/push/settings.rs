@@ -1,14 +1,19 @@
 //! A queue's push target as a dispatcher uses it: the projected `PushRecord` (`NS:{q:ID}:push`)
-//! parsed once (URL, signing keys) with the lease and timeout it implies.
+//! parsed once (URL, request target, `Host`, signing keys) with the lease and timeout it implies,
+//! and the dispatcher's kept connections to the handler.
 
+use super::deliver::Connections;
 use super::sign::SigningKeys;
 use aqs_core::ids::QueueId;
 use aqs_core::keys::Keys;
 use aqs_core::projection::{PushMode, PushRecord};
 use aqs_core::redis_conn::RedisConn;
-use reqwest::Url;
+use hyper::Uri;
+use hyper::header::HeaderValue;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
+use url::Url;
 
 /// Extra lease beyond the handler's timeout: the answer is applied (ack, nack) inside the lease,
 /// so a slow but successful delivery is never redelivered by another replica meanwhile.
@@ -19,15 +24,30 @@ pub struct PushSettings {
     pub queue: QueueId,
     pub record: PushRecord,
     pub url: Url,
+    /// The request line's target: the URL's path and query.
+    pub target: Uri,
+    /// The `Host` header: the URL's host, and its port when it is not the scheme's own.
+    pub host: HeaderValue,
     pub keys: SigningKeys,
+    pub connections: Arc<Connections>,
 }
 
 impl PushSettings {
     /// `None` when the record's URL or secret cannot be used (the control plane never writes such).
     pub fn new(queue: QueueId, record: PushRecord) -> Option<Self> {
         let url = Url::parse(&record.handler_url).ok()?;
+        let target = match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_owned(),
+        };
+        let target = Uri::try_from(target).ok()?;
+        let host = match url.port() {
+            Some(port) => format!("{}:{port}", url.host_str()?),
+            None => url.host_str()?.to_owned(),
+        };
+        let host = HeaderValue::try_from(host).ok()?;
         let keys = SigningKeys::new(&record)?;
-        Some(Self { queue, record, url, keys })
+        Some(Self { queue, record, url, target, host, keys, connections: Arc::default() })
     }
 
     pub fn mode(&self) -> PushMode {

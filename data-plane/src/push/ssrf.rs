@@ -1,20 +1,17 @@
 //! The connect-time half of the SSRF guard (the control plane checks at registration). Handlers may
 //! not live on private, loopback, link-local… addresses (`aqs_core::push::forbidden_address`).
 //! Checking the name once at registration is not enough: DNS can answer differently later (DNS
-//! rebinding), so the HTTP client resolves through [`GuardedResolver`], which drops every forbidden
-//! address and refuses a name that has no other. A URL whose host is an IP literal never reaches a
-//! resolver, so [`check_literal`] covers it before each request. Redirects are never followed
-//! (see `deliver`), so a handler cannot bounce a request elsewhere either.
+//! rebinding), so every connection (`connect`) resolves the name again through [`resolve`], which
+//! drops every forbidden address and refuses a name that has no other; an IP literal goes through
+//! [`guard`] alone. Redirects are never followed (see `deliver`), so a handler cannot bounce a
+//! request elsewhere either.
 //!
 //! `AQS_PUSH_ALLOW_PRIVATE_NETWORKS=true` turns the guard off, for local development and tests.
 
 use aqs_core::push::forbidden_address;
-use reqwest::Url;
-use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use std::error::Error as StdError;
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
-use url::Host;
 
 /// A connection the guard refused: the host, the address and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,26 +33,27 @@ impl fmt::Display for Refused {
 
 impl StdError for Refused {}
 
-/// Resolves with the system resolver and keeps only the addresses a handler may use.
-#[derive(Clone, Copy, Debug)]
-pub struct GuardedResolver {
-    pub allow_private: bool,
+/// Why a handler's host gave no address to connect to.
+#[derive(Debug)]
+pub enum Unresolved {
+    Refused(Refused),
+    Failed(std::io::Error),
 }
 
-impl Resolve for GuardedResolver {
-    fn resolve(&self, name: Name) -> Resolving {
-        let allow_private = self.allow_private;
-        Box::pin(async move {
-            let host = name.as_str().to_owned();
-            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let (allowed, refused) = partition(found, allow_private);
-            if allowed.is_empty()
-                && let Some((ip, reason)) = refused
-            {
-                return Err(Box::new(Refused { host, ip, reason }) as Box<dyn StdError + Send + Sync>);
-            }
-            Ok(Box::new(allowed.into_iter()) as Addrs)
-        })
+/// Resolves `host` with the system resolver and keeps only the addresses a handler may use.
+pub async fn resolve(host: &str, port: u16, allow_private: bool) -> Result<Vec<SocketAddr>, Unresolved> {
+    let found: Vec<SocketAddr> = tokio::net::lookup_host((host, port)).await.map_err(Unresolved::Failed)?.collect();
+    guard(host, found, allow_private)
+}
+
+/// Keeps the addresses of `host` a handler may use; refuses a host that has no other.
+pub fn guard(host: &str, found: Vec<SocketAddr>, allow_private: bool) -> Result<Vec<SocketAddr>, Unresolved> {
+    let (allowed, refused) = partition(found, allow_private);
+    match refused {
+        Some((ip, reason)) if allowed.is_empty() => {
+            Err(Unresolved::Refused(Refused { host: host.to_owned(), ip, reason }))
+        }
+        _ => Ok(allowed),
     }
 }
 
@@ -78,37 +76,21 @@ fn partition(found: Vec<SocketAddr>, allow_private: bool) -> (Vec<SocketAddr>, O
     (allowed, refused)
 }
 
-/// Refuses a URL whose host is a forbidden IP literal (no resolver sees those).
-pub fn check_literal(url: &Url, allow_private: bool) -> Result<(), Refused> {
-    if allow_private {
-        return Ok(());
-    }
-    let ip = match url.host() {
-        Some(Host::Ipv4(v4)) => IpAddr::V4(v4),
-        Some(Host::Ipv6(v6)) => IpAddr::V6(v6),
-        _ => return Ok(()),
-    };
-    match forbidden_address(ip) {
-        Some(reason) => Err(Refused { host: url.host_str().unwrap_or_default().to_owned(), ip, reason }),
-        None => Ok(()),
-    }
-}
-
-/// The guard's refusal inside a client error, if that is what the error is.
-pub fn refusal_in(err: &(dyn StdError + 'static)) -> Option<Refused> {
-    let mut current = Some(err);
-    while let Some(err) = current {
-        if let Some(refused) = err.downcast_ref::<Refused>() {
-            return Some(refused.clone());
-        }
-        current = err.source();
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use url::{Host, Url};
+
+    /// The address an IP-literal URL names.
+    fn literal(url: &str) -> (String, SocketAddr) {
+        let url = Url::parse(url).unwrap();
+        let ip: IpAddr = match url.host() {
+            Some(Host::Ipv4(v4)) => v4.into(),
+            Some(Host::Ipv6(v6)) => v6.into(),
+            _ => panic!("{url} is not an IP literal"),
+        };
+        (url.host_str().unwrap().to_owned(), SocketAddr::new(ip, 80))
+    }
 
     #[test]
     fn literals_are_checked() {
@@ -124,24 +106,20 @@ mod tests {
             "http://[64:ff9b::7f00:1]/",
             "http://[2001:0:808:808::80ff:fffe]/",
         ] {
-            assert!(check_literal(&Url::parse(bad).unwrap(), false).is_err(), "{bad}");
-            assert!(check_literal(&Url::parse(bad).unwrap(), true).is_ok(), "{bad}");
+            let (host, address) = literal(bad);
+            assert!(matches!(guard(&host, vec![address], false), Err(Unresolved::Refused(_))), "{bad}");
+            assert!(guard(&host, vec![address], true).is_ok(), "{bad}");
         }
-        assert!(check_literal(&Url::parse("http://93.184.216.34/").unwrap(), false).is_ok());
-        assert!(check_literal(&Url::parse("http://example.com/").unwrap(), false).is_ok());
+        let (host, address) = literal("http://93.184.216.34/");
+        assert_eq!(guard(&host, vec![address], false).unwrap(), vec![address]);
     }
 
     #[tokio::test]
     async fn localhost_is_refused_at_resolution() {
-        let resolver = GuardedResolver { allow_private: false };
-        let err = match resolver.resolve(Name::from_str("localhost").unwrap()).await {
-            Ok(_) => panic!("localhost resolved"),
-            Err(err) => err,
-        };
-        assert!(refusal_in(err.as_ref()).is_some(), "{err}");
-        let open = GuardedResolver { allow_private: true };
-        assert!(open.resolve(Name::from_str("localhost").unwrap()).await.is_ok());
+        match resolve("localhost", 80, false).await {
+            Err(Unresolved::Refused(refused)) => assert_eq!(refused.host, "localhost"),
+            other => panic!("localhost: {other:?}"),
+        }
+        assert!(!resolve("localhost", 80, true).await.unwrap().is_empty());
     }
-
-    use std::str::FromStr;
 }

@@ -207,3 +207,27 @@ async fn at_most_concurrency_requests_are_in_flight() {
     assert!(hook.max_in_flight() <= 2, "{} in flight", hook.max_in_flight());
     assert_eq!(hook.max_in_flight(), 2, "the cap is used");
 }
+
+/// Deliveries reuse their connections; a handler that closes its connection after every answer
+/// still gets each message once, and each is acknowledged: no delivery fails on a connection the
+/// handler had closed.
+#[tokio::test]
+async fn a_handler_that_closes_every_connection_gets_each_message_once() {
+    let app = spawn_app().await;
+    let queue = app.queue().await;
+    let hook = handler(|_, _| Reply::status(200).header("connection", "close")).await;
+    app.set_push(&queue, &record(&queue, &hook.url)).await;
+    for i in 0..30 {
+        app.publish_text(&queue, &format!("job {i}")).await;
+    }
+    let seen = hook.wait_for(30, WAIT).await;
+    app.wait_drained(&queue, WAIT).await;
+    let ids: std::collections::HashSet<String> =
+        seen.iter().map(|s| s.body["id"].as_str().unwrap().to_owned()).collect();
+    assert_eq!((seen.len(), ids.len()), (30, 30), "each message once");
+    // A delivery that failed would have been delivered again: 31 deliveries or more.
+    let stats = app.state.engine.stats(queue.id, aqs_core::time::now_ms()).await.unwrap().unwrap();
+    assert_eq!((stats.delivered_today, stats.acked_today), (30, 30));
+    let log = app.push_log(&queue).await;
+    assert!(log.iter().all(|line| line["outcome"] == "acked"), "{log:?}");
+}

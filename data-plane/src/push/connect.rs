@@ -1,0 +1,128 @@
+//! Opening a connection to a member's handler: the address through the SSRF guard (`ssrf`), TCP
+//! with Nagle off, TLS for `https` (rustls with ring, the webpki roots, HTTP/1.1 by ALPN), then
+//! hyper's HTTP/1.1 handshake. The connection's I/O runs on a task of its own; what comes back is
+//! the sender `deliver` keeps for the next request to the same handler.
+
+use super::ssrf::{self, Refused, Unresolved};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper_util::rt::TokioIo;
+use rustls_pki_types::ServerName;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use url::{Host, Url};
+
+/// How long opening a connection (every address the name has, then TLS) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The sending half of one keep-alive HTTP/1.1 connection to a handler.
+pub type Sender = SendRequest<Full<Bytes>>;
+
+/// Why no connection could be opened.
+#[derive(Debug)]
+pub enum NotConnected {
+    /// The SSRF guard refused every address of the handler.
+    Refused(Refused),
+    /// Resolution, TCP, TLS or the handshake failed: the text says which and why.
+    Failed(String),
+    TimedOut,
+}
+
+/// Opens connections to handlers; one per process, shared by every dispatcher.
+pub struct Connector {
+    allow_private: bool,
+    tls: TlsConnector,
+}
+
+impl Connector {
+    pub fn new(allow_private: bool) -> Self {
+        let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("ring supports the default protocol versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Self { allow_private, tls: TlsConnector::from(Arc::new(config)) }
+    }
+
+    /// A new connection to `url`'s origin.
+    pub async fn open(&self, url: &Url) -> Result<Sender, NotConnected> {
+        match tokio::time::timeout(CONNECT_TIMEOUT, self.open_now(url)).await {
+            Ok(opened) => opened,
+            Err(_) => Err(NotConnected::TimedOut),
+        }
+    }
+
+    async fn open_now(&self, url: &Url) -> Result<Sender, NotConnected> {
+        let port = url.port_or_known_default().ok_or_else(|| failed("the URL has no port", ""))?;
+        let addresses = self.addresses(url, port).await?;
+        let tcp = connect_any(&addresses).await?;
+        tcp.set_nodelay(true).ok();
+        if url.scheme() != "https" {
+            return handshake(tcp).await;
+        }
+        let host = url.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
+        let name = ServerName::try_from(host.to_owned()).map_err(|err| failed("bad TLS server name", err))?;
+        let tls = self.tls.connect(name, tcp).await.map_err(|err| failed("TLS handshake failed", err))?;
+        handshake(tls).await
+    }
+
+    /// The addresses the handler may be reached at: an IP literal as it is, a name resolved; both
+    /// through the guard.
+    async fn addresses(&self, url: &Url, port: u16) -> Result<Vec<SocketAddr>, NotConnected> {
+        let resolved = match url.host() {
+            Some(Host::Ipv4(ip)) => {
+                ssrf::guard(url.host_str().unwrap_or_default(), vec![(ip, port).into()], self.allow_private)
+            }
+            Some(Host::Ipv6(ip)) => {
+                ssrf::guard(url.host_str().unwrap_or_default(), vec![(ip, port).into()], self.allow_private)
+            }
+            Some(Host::Domain(name)) => ssrf::resolve(name, port, self.allow_private).await,
+            None => return Err(failed("the URL has no host", "")),
+        };
+        resolved.map_err(|err| match err {
+            Unresolved::Refused(refused) => NotConnected::Refused(refused),
+            Unresolved::Failed(err) => failed("cannot resolve the handler's host", &err),
+        })
+    }
+}
+
+/// The first address that accepts a TCP connection, in the order the resolver gave them.
+async fn connect_any(addresses: &[SocketAddr]) -> Result<TcpStream, NotConnected> {
+    let mut last = None;
+    for address in addresses {
+        match TcpStream::connect(address).await {
+            Ok(stream) => return Ok(stream),
+            Err(err) => last = Some(err),
+        }
+    }
+    Err(match last {
+        Some(err) => failed("connection failed", &err),
+        None => failed("connection failed", "the handler's host has no address"),
+    })
+}
+
+async fn handshake<S>(io: S) -> Result<Sender, NotConnected>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, connection) =
+        http1::handshake(TokioIo::new(io)).await.map_err(|err| failed("HTTP handshake failed", err))?;
+    tokio::spawn(async move {
+        // A connection's end (the handler closed it, or it failed) shows on its sender.
+        connection.await.ok();
+    });
+    Ok(sender)
+}
+
+fn failed(what: &str, why: impl std::fmt::Display) -> NotConnected {
+    let why = why.to_string();
+    NotConnected::Failed(if why.is_empty() { what.to_owned() } else { format!("{what}: {why}") })
+}
