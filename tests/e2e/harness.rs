@@ -46,8 +46,9 @@ impl Redis {
             Self { port: 0, dir, appendfsync, extra: extra.iter().map(|s| s.to_string()).collect(), child: None };
         for port in ports {
             redis.port = port;
-            if redis.try_spawn(&[]) {
-                redis.wait_ready();
+            // Another process may have taken the port and answered the connection check while
+            // this redis-server was failing to bind it: then it has exited, and the next is tried.
+            if redis.try_spawn(&[]) && redis.wait_ready() {
                 return redis;
             }
         }
@@ -92,20 +93,38 @@ impl Redis {
 
     pub fn restart(&mut self) {
         self.spawn(&[]);
-        self.wait_ready();
+        assert!(self.wait_ready(), "redis-server exited after its restart (port {})", self.port);
     }
 
-    /// Waits until the AOF is loaded and the server answers.
-    fn wait_ready(&self) {
+    /// Waits until the AOF is loaded and the server answers; false when it exited first, or another
+    /// server answers on its port.
+    fn wait_ready(&mut self) -> bool {
         let client = redis::Client::open(self.url()).unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
+            // PING answers LOADING until the AOF is loaded; INFO would answer at once.
             if let Ok(mut conn) = client.get_connection()
                 && redis::cmd("PING").query::<String>(&mut conn).is_ok()
+                && let Ok(info) = redis::cmd("INFO").arg("server").query::<String>(&mut conn)
             {
-                return;
+                // The server that answers is this one only if its process id says so.
+                let ours = self.child.as_ref().map(|child| format!("process_id:{}\r", child.id()));
+                if ours.is_some_and(|line| info.contains(&line)) {
+                    return true;
+                }
+                if let Some(mut child) = self.child.take() {
+                    child.kill().ok();
+                    child.wait().ok();
+                }
+                return false;
             }
-            assert!(Instant::now() < deadline, "redis did not answer PING");
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(_)) = child.try_wait()
+            {
+                self.child = None;
+                return false;
+            }
+            assert!(Instant::now() < deadline, "redis did not answer PING (port {})", self.port);
             std::thread::sleep(Duration::from_millis(50));
         }
     }
