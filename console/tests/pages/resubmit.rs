@@ -3,7 +3,7 @@
 //! Secrets are shown on the first view of the page after the redirect only.
 
 use super::push::{authorise, target};
-use super::support::{OPERATOR, Page, Visitor, queue_of, spawn_console};
+use super::support::{OPERATOR, Page, TestConsole, Visitor, queue_of, spawn_console};
 use sqlx::PgPool;
 
 const CREATE: [(&str, &str); 5] = [
@@ -14,15 +14,27 @@ const CREATE: [(&str, &str); 5] = [
     ("intent", "create"),
 ];
 
-#[sqlx::test(migrations = "../migrations")]
-async fn replaying_the_create_queue_post_makes_no_second_queue(db: PgPool) {
-    let app = spawn_console(db).await;
-    let mut ada = Visitor::new(&app);
+/// Ada, signed up and on the create form, with that form's one-time id.
+async fn ada_on_the_create_form(app: &TestConsole) -> (Visitor, String) {
+    let mut ada = Visitor::new(app);
     ada.sign_up("ada@example.com").await;
     ada.get("/new").await;
     let form_id = ada.form_id.clone().expect("the form carries a one-time id");
+    (ada, form_id)
+}
+
+/// The fields of the create form as a browser posts them, with its one-time id.
+fn create_fields(form_id: &str) -> Vec<(&str, &str)> {
     let mut fields = CREATE.to_vec();
-    fields.push(("form_id", &form_id));
+    fields.push(("form_id", form_id));
+    fields
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn replaying_the_create_queue_post_makes_no_second_queue(db: PgPool) {
+    let app = spawn_console(db).await;
+    let (mut ada, form_id) = ada_on_the_create_form(&app).await;
+    let fields = create_fields(&form_id);
 
     let first = ada.post("/new", &fields).await;
     assert_eq!(first.status, 303, "{}", first.body);
@@ -172,22 +184,12 @@ async fn replaying_a_token_revoke_or_an_added_domain_is_answered_not_repeated(db
     assert_eq!(page.body.matches("<tr data-domain=\"example.test\"").count(), 1);
 }
 
-/// The fields of the create form as a browser posts them, with its one-time id.
-fn create_fields(form_id: &str) -> Vec<(&str, &str)> {
-    let mut fields = CREATE.to_vec();
-    fields.push(("form_id", form_id));
-    fields
-}
-
 /// A double click on "Create queue" posts the form twice, the second while the first is still
 /// creating the queue: both answers lead to the page that shows the queue's token.
 #[sqlx::test(migrations = "../migrations")]
 async fn a_double_click_on_create_leads_both_submissions_to_the_token(db: PgPool) {
     let app = spawn_console(db).await;
-    let mut ada = Visitor::new(&app);
-    ada.sign_up("ada@example.com").await;
-    ada.get("/new").await;
-    let form_id = ada.form_id.clone().expect("the form carries a one-time id");
+    let (mut ada, form_id) = ada_on_the_create_form(&app).await;
     let fields = create_fields(&form_id);
 
     let mut same_tab = ada.clone();
@@ -209,10 +211,7 @@ async fn a_double_click_on_create_leads_both_submissions_to_the_token(db: PgPool
 async fn a_create_whose_browser_left_still_leads_the_next_click_to_its_token(db: PgPool) {
     use tokio::io::AsyncWriteExt;
     let app = spawn_console(db.clone()).await;
-    let mut ada = Visitor::new(&app);
-    ada.sign_up("ada@example.com").await;
-    ada.get("/new").await;
-    let form_id = ada.form_id.clone().expect("the form carries a one-time id");
+    let (mut ada, form_id) = ada_on_the_create_form(&app).await;
     let fields = create_fields(&form_id);
 
     // Holds the creation at its insert until the browser has gone.

@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
-use url::{Host, Url};
+use url::Url;
 
 /// How long opening a connection (every address the name has, then TLS) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -77,15 +77,10 @@ impl Connector {
     /// The addresses the handler may be reached at: an IP literal as it is, a name resolved; both
     /// through the guard.
     async fn addresses(&self, url: &Url, port: u16) -> Result<Vec<SocketAddr>, NotConnected> {
-        let resolved = match url.host() {
-            Some(Host::Ipv4(ip)) => {
-                ssrf::guard(url.host_str().unwrap_or_default(), vec![(ip, port).into()], self.allow_private)
-            }
-            Some(Host::Ipv6(ip)) => {
-                ssrf::guard(url.host_str().unwrap_or_default(), vec![(ip, port).into()], self.allow_private)
-            }
-            Some(Host::Domain(name)) => ssrf::resolve(name, port, self.allow_private).await,
-            None => return Err(failed("the URL has no host", "")),
+        let host = url.host_str().ok_or_else(|| failed("the URL has no host", ""))?;
+        let resolved = match ssrf::literal_ip(url) {
+            Some(ip) => ssrf::guard(host, vec![SocketAddr::new(ip, port)], self.allow_private),
+            None => ssrf::resolve(host, port, self.allow_private).await,
         };
         resolved.map_err(|err| match err {
             Unresolved::Refused(refused) => NotConnected::Refused(refused),

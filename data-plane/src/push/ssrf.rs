@@ -12,6 +12,7 @@ use aqs_core::push::forbidden_address;
 use std::error::Error as StdError;
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
+use url::{Host, Url};
 
 /// A connection the guard refused: the host, the address and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,6 +58,15 @@ pub fn guard(host: &str, found: Vec<SocketAddr>, allow_private: bool) -> Result<
     }
 }
 
+/// The address `url`'s host names when it is an IP literal, which no resolver sees.
+pub fn literal_ip(url: &Url) -> Option<IpAddr> {
+    match url.host()? {
+        Host::Ipv4(v4) => Some(v4.into()),
+        Host::Ipv6(v6) => Some(v6.into()),
+        Host::Domain(_) => None,
+    }
+}
+
 /// The addresses that may be used, and the first refused one with its reason.
 fn partition(found: Vec<SocketAddr>, allow_private: bool) -> (Vec<SocketAddr>, Option<(IpAddr, &'static str)>) {
     if allow_private {
@@ -79,16 +89,11 @@ fn partition(found: Vec<SocketAddr>, allow_private: bool) -> (Vec<SocketAddr>, O
 #[cfg(test)]
 mod tests {
     use super::*;
-    use url::{Host, Url};
 
-    /// The address an IP-literal URL names.
+    /// The host and address an IP-literal URL names.
     fn literal(url: &str) -> (String, SocketAddr) {
         let url = Url::parse(url).unwrap();
-        let ip: IpAddr = match url.host() {
-            Some(Host::Ipv4(v4)) => v4.into(),
-            Some(Host::Ipv6(v6)) => v6.into(),
-            _ => panic!("{url} is not an IP literal"),
-        };
+        let ip = literal_ip(&url).unwrap_or_else(|| panic!("{url} is not an IP literal"));
         (url.host_str().unwrap().to_owned(), SocketAddr::new(ip, 80))
     }
 
@@ -112,6 +117,7 @@ mod tests {
         }
         let (host, address) = literal("http://93.184.216.34/");
         assert_eq!(guard(&host, vec![address], false).unwrap(), vec![address]);
+        assert_eq!(literal_ip(&Url::parse("http://example.com/").unwrap()), None);
     }
 
     #[tokio::test]
