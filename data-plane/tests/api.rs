@@ -47,6 +47,8 @@ mod push_flow;
 mod push_guard;
 #[path = "api/push_handler.rs"]
 mod push_handler;
+#[path = "api/push_keep_alive.rs"]
+mod push_keep_alive;
 #[path = "api/push_replicas.rs"]
 mod push_replicas;
 #[path = "api/push_settle.rs"]

@@ -5,10 +5,11 @@
 //! general client's pool, URL handling and layers cost about a third of a delivery's CPU
 //! (`docs/performance.md`). Each dispatcher keeps the connections it opened (`connect`: the SSRF
 //! guard, TLS) in its settings' [`Connections`], at most one per request in flight, and takes the
-//! one returned last. It never follows redirects (a 3xx is an answer like any other) and uses no
-//! proxy.
+//! one returned last, while it is well inside the handler's own idle timeout (`keep_alive`). It
+//! never follows redirects (a 3xx is an answer like any other) and uses no proxy.
 
 use super::connect::{Connector, NotConnected, Sender};
+use super::keep_alive;
 use super::settings::PushSettings;
 use super::ssrf::Refused;
 use aqs_core::time::now_ms;
@@ -24,9 +25,6 @@ const AGENT: &str = concat!("AQS-Push/", env!("CARGO_PKG_VERSION"));
 /// An answer longer than this is read no further and its connection is not kept: what a verdict
 /// uses of it is far shorter (the caller's `keep`).
 const DRAIN_MAX_BYTES: usize = 64 * 1024;
-/// A kept connection unused for longer is closed rather than tried: a handler's server closes its
-/// own idle connections after a while, and a request sent as it does would fail.
-const IDLE_MAX: Duration = Duration::from_secs(30);
 
 /// What one request came to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,7 +47,8 @@ pub struct Attempt {
     pub latency: Duration,
 }
 
-/// The idle connections of one dispatcher to its handler, the last returned on top.
+/// The idle connections of one dispatcher to its handler, the last returned on top, each with the
+/// moment after which it may no longer carry a request.
 #[derive(Default)]
 pub struct Connections {
     idle: Mutex<Vec<(Sender, Instant)>>,
@@ -63,19 +62,21 @@ impl std::fmt::Debug for Connections {
 }
 
 impl Connections {
-    /// The most recently returned connection that is still open.
+    /// The most recently returned connection that is still open and inside its reuse limit; the
+    /// ones above it that are not are dropped.
     fn take(&self) -> Option<Sender> {
         let mut idle = self.idle.lock().expect("the idle list is never poisoned");
-        while let Some((sender, since)) = idle.pop() {
-            if since.elapsed() < IDLE_MAX && !sender.is_closed() {
+        while let Some((sender, until)) = idle.pop() {
+            if Instant::now() < until && !sender.is_closed() {
                 return Some(sender);
             }
         }
         None
     }
 
-    fn put(&self, sender: Sender) {
-        self.idle.lock().expect("the idle list is never poisoned").push((sender, Instant::now()));
+    fn put(&self, sender: Sender, reuse_for: Duration) {
+        let until = Instant::now() + reuse_for;
+        self.idle.lock().expect("the idle list is never poisoned").push((sender, until));
     }
 }
 
@@ -140,9 +141,10 @@ impl PushClient {
         };
         let status = response.status().as_u16();
         let retry_after = response.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let reuse_for = keep_alive::reuse_for(response.headers());
         let (kept, whole) = read_start(response.into_body(), keep).await;
-        if whole {
-            settings.connections.put(sender);
+        if let (true, Some(reuse_for)) = (whole, reuse_for) {
+            settings.connections.put(sender, reuse_for);
         }
         Answer::Status { status, retry_after, body: kept }
     }

@@ -28,6 +28,7 @@ pub mod batch;
 mod connect;
 pub mod deliver;
 pub mod dispatcher;
+mod keep_alive;
 mod log;
 pub mod message;
 mod message_flow;
