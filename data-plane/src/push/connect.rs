@@ -41,7 +41,10 @@ pub struct Connector {
 
 impl Connector {
     pub fn new(allow_private: bool) -> Self {
-        let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        Self::trusting(allow_private, rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() })
+    }
+
+    fn trusting(allow_private: bool, roots: rustls::RootCertStore) -> Self {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -120,4 +123,77 @@ where
 fn failed(what: &str, why: impl std::fmt::Display) -> NotConnected {
     let why = why.to_string();
     NotConnected::Failed(if why.is_empty() { what.to_owned() } else { format!("{what}: {why}") })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+    use hyper::Request;
+    use hyper::server::conn::http1 as server_http1;
+    use hyper::service::service_fn;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+    use tokio::net::TcpListener;
+    use tokio_rustls::TlsAcceptor;
+
+    /// An https handler for `localhost` with a certificate of its own (which no public root
+    /// vouches for), answering each request with the TLS server name and protocol it agreed.
+    async fn https_handler() -> (Url, CertificateDer<'static>) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap().self_signed(&key).unwrap();
+        let der = cert.der().clone();
+        let private = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![der.clone()], private)
+            .unwrap();
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let acceptor = TlsAcceptor::from(Arc::new(config));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = Url::parse(&format!("https://localhost:{}/hook", listener.local_addr().unwrap().port())).unwrap();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else { return };
+                    let (_, session) = tls.get_ref();
+                    let agreed = format!(
+                        "{} {}",
+                        session.server_name().unwrap_or("-"),
+                        String::from_utf8_lossy(session.alpn_protocol().unwrap_or(b"-"))
+                    );
+                    let service = service_fn(move |_| {
+                        let agreed = agreed.clone();
+                        async move {
+                            Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(Bytes::from(agreed))))
+                        }
+                    });
+                    server_http1::Builder::new().serve_connection(TokioIo::new(tls), service).await.ok();
+                });
+            }
+        });
+        (url, der)
+    }
+
+    #[tokio::test]
+    async fn https_names_the_host_agrees_on_http_1_1_and_trusts_only_its_roots() {
+        let (url, cert) = https_handler().await;
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(cert).unwrap();
+        let mut sender = Connector::trusting(true, roots).open(&url).await.unwrap();
+        let request = Request::post(url.as_str()).body(Full::new(Bytes::from_static(b"{}"))).unwrap();
+        let response = sender.send_request(request).await.unwrap();
+        assert_eq!(response.status(), 200);
+        let agreed = response.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(agreed, "localhost http/1.1", "the server name sent, and HTTP/1.1 though the server offers h2");
+
+        // The public roots do not vouch for it: no connection, and the failure says why.
+        match Connector::new(true).open(&url).await {
+            Err(NotConnected::Failed(why)) => assert!(why.starts_with("TLS handshake failed"), "{why}"),
+            other => panic!("a certificate no public root vouches for was accepted: {:?}", other.map(|_| ())),
+        }
+    }
 }
