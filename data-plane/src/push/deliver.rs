@@ -112,9 +112,11 @@ impl PushClient {
             .header("webhook-signature", signature)
             .body(Full::new(Bytes::from(body)))
             .expect("the request's parts are valid");
-        // A kept connection the handler closed meanwhile gives the request back unsent: it goes
-        // out again on the next kept one, or a new one (a request that was sent is never sent
-        // twice here). A new connection that fails is the answer.
+        // A kept connection whose close hyper had already seen gives the request back unsent: it
+        // goes out again on the next kept one, or a new one. A close not yet seen (still in the
+        // socket's buffer) lets the request be written, and it fails: the handler may have read
+        // it, so it is never sent twice here, and the failure is the answer (the `keep_alive`
+        // limits keep that rare). A new connection that fails is the answer too.
         let (sender, response) = loop {
             let (mut sender, fresh) = match settings.connections.take() {
                 Some(sender) => (sender, false),
@@ -170,4 +172,115 @@ async fn read_start(mut body: Incoming, keep: usize) -> (Vec<u8>, bool) {
         }
     }
     (kept, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aqs_core::ids::QueueId;
+    use aqs_core::projection::{PushMode, PushRecord};
+    use aqs_core::secret::Secret;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::mpsc;
+
+    fn settings(url: &str) -> PushSettings {
+        let record = PushRecord {
+            queue: "q".into(),
+            handler_url: url.to_owned(),
+            mode: PushMode::Message,
+            messages_per_run: 1,
+            wait_seconds: 0,
+            timeout_seconds: 5,
+            concurrency: 1,
+            secret: Secret::new("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+            previous_secret: None,
+            previous_until_ms: 0,
+        };
+        PushSettings::new(QueueId::new(), record).unwrap()
+    }
+
+    /// Reads one request off `reader` (its head, then the body its `content-length` gives) and
+    /// says which message it carried (`webhook-id`).
+    fn read_request(reader: &mut BufReader<TcpStream>) -> String {
+        let (mut length, mut id) = (0, String::new());
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if line == "\r\n" {
+                break;
+            }
+            let line = line.to_ascii_lowercase();
+            if let Some(value) = line.strip_prefix("content-length:") {
+                length = value.trim().parse().unwrap();
+            }
+            if let Some(value) = line.strip_prefix("webhook-id:") {
+                id = value.trim().to_owned();
+            }
+        }
+        reader.read_exact(&mut vec![0; length]).unwrap();
+        id
+    }
+
+    fn answer(reader: &mut BufReader<TcpStream>, body: &str) {
+        let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+        reader.get_mut().write_all(head.as_bytes()).unwrap();
+    }
+
+    /// A handler on a thread of its own: it answers the first request on its first connection,
+    /// closes that connection when told to (saying so once it has), then answers every request
+    /// on a second connection, reporting which message each carried.
+    fn handler() -> (String, mpsc::Sender<()>, mpsc::Receiver<()>, mpsc::Receiver<String>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://127.0.0.1:{}/hook", listener.local_addr().unwrap().port());
+        let (close, told) = mpsc::channel();
+        let (closed, done) = mpsc::channel();
+        let (carried, seen) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut first = BufReader::new(listener.accept().unwrap().0);
+            read_request(&mut first);
+            answer(&mut first, "first");
+            told.recv().unwrap();
+            drop(first);
+            closed.send(()).unwrap();
+            let mut second = BufReader::new(listener.accept().unwrap().0);
+            loop {
+                let id = read_request(&mut second);
+                answer(&mut second, "second");
+                if carried.send(id).is_err() {
+                    return;
+                }
+            }
+        });
+        (url, close, done, seen)
+    }
+
+    /// The handler closed a kept connection and the connection's task has not yet seen it when
+    /// the next request takes it (a server's restart, or its idle timeout when it states none):
+    /// hyper writes the request and then finds the connection gone. The request may have reached
+    /// the handler, so it is not sent again here: the failure is the delivery's answer (the
+    /// message is retried after its backoff), and the next request goes out on a new connection.
+    #[tokio::test]
+    async fn a_request_sent_on_a_connection_the_handler_closed_is_not_sent_again() {
+        let (url, close, closed, seen) = handler();
+        let settings = settings(&url);
+        let client = PushClient::new(true);
+        let first = client.send(&settings, "m1", b"{}".to_vec(), 64).await;
+        assert_eq!(first.answer, Answer::Status { status: 200, retry_after: None, body: b"first".to_vec() });
+
+        // Blocking this (only) runtime thread: the kept connection's task cannot run, so its
+        // sender still looks open when the next request takes it.
+        close.send(()).unwrap();
+        closed.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let second = client.send(&settings, "m2", b"{}".to_vec(), 64).await;
+        assert!(
+            matches!(&second.answer, Answer::Failed(why) if why.starts_with("connection failed")),
+            "{:?}",
+            second.answer
+        );
+        let third = client.send(&settings, "m3", b"{}".to_vec(), 64).await;
+        assert_eq!(third.answer, Answer::Status { status: 200, retry_after: None, body: b"second".to_vec() });
+        assert_eq!(seen.recv_timeout(Duration::from_secs(5)).unwrap(), "m3", "m2 was not sent again");
+    }
 }
