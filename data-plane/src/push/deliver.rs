@@ -15,13 +15,16 @@ use super::ssrf::Refused;
 use aqs_core::time::now_ms;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::Request;
 use hyper::body::Incoming;
-use hyper::header::{CONTENT_TYPE, HOST, HeaderValue, RETRY_AFTER, USER_AGENT};
+use hyper::header::{CONTENT_TYPE, HOST, HeaderName, HeaderValue, RETRY_AFTER, USER_AGENT};
+use hyper::{Method, Request};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 const AGENT: &str = concat!("AQS-Push/", env!("CARGO_PKG_VERSION"));
+const WEBHOOK_ID: HeaderName = HeaderName::from_static("webhook-id");
+const WEBHOOK_TIMESTAMP: HeaderName = HeaderName::from_static("webhook-timestamp");
+const WEBHOOK_SIGNATURE: HeaderName = HeaderName::from_static("webhook-signature");
 /// An answer longer than this is read no further and its connection is not kept: what a verdict
 /// uses of it is far shorter (the caller's `keep`).
 const DRAIN_MAX_BYTES: usize = 64 * 1024;
@@ -103,15 +106,18 @@ impl PushClient {
     async fn exchange(&self, settings: &PushSettings, id: &str, body: Vec<u8>, keep: usize, now: u64) -> Answer {
         let timestamp = now / 1000;
         let signature = settings.keys.header(id, timestamp, &body, now);
-        let mut request = Request::post(settings.target.clone())
-            .header(HOST, settings.host.clone())
-            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-            .header(USER_AGENT, HeaderValue::from_static(AGENT))
-            .header("webhook-id", id)
-            .header("webhook-timestamp", timestamp)
-            .header("webhook-signature", signature)
-            .body(Full::new(Bytes::from(body)))
-            .expect("the request's parts are valid");
+        // Filled in place: the builder moves the whole request through each of its steps.
+        let mut request = Request::new(Full::new(Bytes::from(body)));
+        *request.method_mut() = Method::POST;
+        *request.uri_mut() = settings.target.clone();
+        let headers = request.headers_mut();
+        headers.reserve(6);
+        headers.insert(HOST, settings.host.clone());
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(USER_AGENT, HeaderValue::from_static(AGENT));
+        headers.insert(WEBHOOK_ID, HeaderValue::try_from(id).expect("a message id is hex"));
+        headers.insert(WEBHOOK_TIMESTAMP, HeaderValue::from(timestamp));
+        headers.insert(WEBHOOK_SIGNATURE, HeaderValue::try_from(signature).expect("a signature is base64"));
         // A kept connection whose close hyper had already seen gives the request back unsent: it
         // goes out again on the next kept one, or a new one. A close not yet seen (still in the
         // socket's buffer) lets the request be written, and it fails: the handler may have read
@@ -120,7 +126,10 @@ impl PushClient {
         let (sender, response) = loop {
             let (mut sender, fresh) = match settings.connections.take() {
                 Some(sender) => (sender, false),
-                None => match self.connector.open(&settings.url).await {
+                // Boxed: opening (resolution, TCP, TLS, the handshake) is rare once connections
+                // are kept, and inline its state made every delivery's future 4.4 KiB instead of
+                // under 1 KiB, moved whole as each is spawned and finished.
+                None => match Box::pin(self.connector.open(&settings.url)).await {
                     Ok(sender) => (sender, true),
                     Err(NotConnected::Refused(refused)) => return Answer::Refused(refused),
                     Err(NotConnected::Failed(text)) => return Answer::Failed(text),
