@@ -115,7 +115,7 @@ impl PushClient {
         headers.insert(HOST, settings.host.clone());
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(USER_AGENT, HeaderValue::from_static(AGENT));
-        headers.insert(WEBHOOK_ID, HeaderValue::try_from(id).expect("a message id is hex"));
+        headers.insert(WEBHOOK_ID, HeaderValue::try_from(id).expect("message and batch ids are hex"));
         headers.insert(WEBHOOK_TIMESTAMP, HeaderValue::from(timestamp));
         headers.insert(WEBHOOK_SIGNATURE, HeaderValue::try_from(signature).expect("a signature is base64"));
         // A kept connection whose close hyper had already seen gives the request back unsent: it
