@@ -9,7 +9,7 @@
 //! says `Connection: close` leaves nothing to reuse.
 
 use hyper::HeaderMap;
-use hyper::header::{CONNECTION, HeaderValue};
+use hyper::header::{CONNECTION, HeaderName, HeaderValue};
 use std::time::Duration;
 
 /// Kept this long when the answer states no timeout: under the 5 s of the common servers.
@@ -18,6 +18,8 @@ pub const DEFAULT: Duration = Duration::from_secs(4);
 pub const MARGIN: Duration = Duration::from_secs(1);
 /// The longest a connection waits idle whatever the server states.
 pub const LONGEST: Duration = Duration::from_secs(300);
+/// Named once: a name given as text is parsed again on every lookup, here once per delivery.
+const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
 
 /// How long the connection that carried this answer may wait idle and still carry the next
 /// request, or `None` when it must not carry another.
@@ -25,7 +27,7 @@ pub fn reuse_for(headers: &HeaderMap) -> Option<Duration> {
     if headers.get_all(CONNECTION).iter().any(says_close) {
         return None;
     }
-    let stated = headers.get_all("keep-alive").iter().find_map(stated_timeout);
+    let stated = headers.get_all(KEEP_ALIVE).iter().find_map(stated_timeout);
     match stated {
         None => Some(DEFAULT),
         Some(timeout) => Some(timeout.saturating_sub(MARGIN).min(LONGEST)).filter(|d| !d.is_zero()),
