@@ -33,6 +33,9 @@ pub struct Scale {
     /// Each push window: the handler's floor, message and batch mode kept full, the open-loop
     /// latency and the run with a flaky handler (their depth is `depth`).
     pub push: Duration,
+    /// The messages queued before batch mode's lane starts (more than it delivers through its
+    /// warm-up and window on this machine), and the most message mode's may hold.
+    pub push_drained: usize,
     /// Requests watched with MONITOR to tell client commands from script commands.
     pub calibration_requests: usize,
 }
@@ -57,6 +60,7 @@ impl Scale {
             idle_queues: 10,
             idle_wakeups: 500,
             push: Duration::from_secs(10),
+            push_drained: 2_000_000,
             calibration_requests: 200,
         }
     }
@@ -74,6 +78,7 @@ impl Scale {
             memory_messages: 20_000,
             idle_wakeups: 200,
             push: Duration::from_secs(4),
+            push_drained: 1_000_000,
             calibration_requests: 50,
             ..Self::full()
         }
@@ -98,6 +103,7 @@ impl Scale {
             idle_queues: 2,
             idle_wakeups: 20,
             push: Duration::from_secs(1),
+            push_drained: 20_000,
             calibration_requests: 10,
         }
     }

@@ -25,6 +25,7 @@ async fn every_bench_scenario_runs_against_the_service() {
         "end_to_end",
         "push_message_100",
         "push_message_100_vs_bullmq",
+        "push_message_100_with_producers",
         "push_batch_100",
         "push_latency",
         "push_latency_at_half_kept_full",

@@ -107,10 +107,14 @@ async fn measure(ctx: &mut Ctx) -> anyhow::Result<Vec<ScenarioResult>> {
     ])
 }
 
+/// Batches a prefill keeps in flight, each with a token of its own when the queue has that many
+/// (a token's publishes are limited to 1,000 requests a second).
+pub(super) const PREFILL_CLIENTS: usize = 4;
+
 pub(super) async fn prefill(target: &Target, queue: &BenchQueue, body: &str, count: usize) -> anyhow::Result<()> {
-    // Setup, not measured: through the typed client, four batches in flight.
-    let batches = count.div_ceil(BATCH * 4);
-    let tasks: Vec<_> = (0..4)
+    // Setup, not measured: through the typed client.
+    let batches = count.div_ceil(BATCH * PREFILL_CLIENTS);
+    let tasks: Vec<_> = (0..PREFILL_CLIENTS)
         .map(|i| {
             let client = queue.client(target, i);
             let messages = vec![aqs_client::NewMessage::raw_json(body); BATCH];

@@ -1,14 +1,17 @@
 //! Push delivery against a lean handler the bench runs (`handler`), as `docs/performance.md`
 //! describes: the handler's floor (the bench's own client POSTing the same message-mode bodies at
-//! the same concurrency, 100), message mode (concurrency 100) and batch mode (100 per run) with
-//! the queue kept full, compared with that floor and with a BullMQ worker (concurrency 100) whose
-//! processor POSTs each job to the same kind of handler; publish → handler latency open loop at
-//! half of that path's own peak (single publishes back to back, measured just before), as the
-//! end-to-end row does, and again at half of message mode's kept-full rate (a heavier load: those
-//! producers publish batches of 100, the latency row single messages); and message mode again
-//! against a handler that answers 500 to one request in ten, for the rates of first deliveries and
-//! of retries.
+//! the same concurrency, 100), message mode (concurrency 100) and batch mode (100 per run) draining
+//! a queue filled before push starts (deep enough not to run dry in the window, as BullMQ's worker
+//! drains its own filled queue), compared with that floor and with a BullMQ worker (concurrency
+//! 100) whose processor POSTs each job to the same kind of handler; message mode again while
+//! producers keep the queue at its depth (context: the machine also carries the publishes);
+//! publish → handler latency open loop at half of that path's own peak (single publishes back to
+//! back, measured just before), as the end-to-end row does, and again at half of message mode's
+//! rate with producers (a heavier load: those producers publish batches of 100, the latency row
+//! single messages); and message mode again against a handler that answers 500 to one request in
+//! ten, for the rates of first deliveries and of retries.
 
+use super::consume_ack::PREFILL_CLIENTS;
 use super::push_load::{self, Measured};
 use super::{Ctx, progress};
 use crate::api::{BenchQueue, Tenancy, sample_body};
@@ -19,14 +22,18 @@ use crate::push_api::{Mode, PushOperator};
 use crate::scenario_result::{ScenarioResult, Target as Goal};
 use hyper::StatusCode;
 use serde_json::json;
+use std::time::Duration;
 
 /// In-flight requests: message mode's concurrency, the floor's connections, BullMQ's concurrency.
 const CONCURRENCY: u32 = 100;
 /// Batch mode: messages per run, and batches in flight (the push target's default).
 const PER_RUN: u32 = 100;
 const BATCH_CONCURRENCY: u32 = 10;
+/// The shortest warm-up of a pushed lane: it also covers the dispatcher's first leases.
+const MIN_WARMUP: Duration = Duration::from_millis(500);
 
 const MESSAGE: &str = "push_message_100";
+const MESSAGE_PRODUCED: &str = "push_message_100_with_producers";
 const VS_BULLMQ: &str = "push_message_100_vs_bullmq";
 const BATCH: &str = "push_batch_100";
 const LATENCY: &str = "push_latency";
@@ -47,7 +54,8 @@ pub async fn run(ctx: &mut Ctx) -> Vec<ScenarioResult> {
     let mut rows = Vec::new();
     let floor = push.floor().await;
     let bullmq = push.ctx.bullmq("push_worker_100");
-    let message = push.kept_full("message", Mode::Message { concurrency: CONCURRENCY }).await;
+    let drained = Supply::Drained(push.message_depth(floor.as_ref().ok().copied()));
+    let message = push.kept_full("message", Mode::Message { concurrency: CONCURRENCY }, drained).await;
     match (&message, &floor) {
         (Ok(m), Ok(floor)) => {
             let note =
@@ -69,10 +77,17 @@ pub async fn run(ctx: &mut Ctx) -> Vec<ScenarioResult> {
         ),
         Err(err) => rows.push(ScenarioResult::failed(VS_BULLMQ, "msgs/s", err)),
     }
-    let batch = push.kept_full("batch", Mode::Batch { per_run: PER_RUN, concurrency: BATCH_CONCURRENCY }).await;
+    let drained = Supply::Drained(push.ctx.scale.push_drained);
+    let batch =
+        push.kept_full("batch", Mode::Batch { per_run: PER_RUN, concurrency: BATCH_CONCURRENCY }, drained).await;
     rows.push(match batch {
         Ok(b) => b.row(BATCH).compared("bullmq worker 100, POST per job", bullmq).target(Goal::RatioAtLeast(3.0)),
         Err(err) => ScenarioResult::failed(BATCH, "msgs/s", &err),
+    });
+    let produced = push.kept_full("produced", Mode::Message { concurrency: CONCURRENCY }, Supply::Produced).await;
+    rows.push(match &produced {
+        Ok(p) => p.row(MESSAGE_PRODUCED).compared("plain client, 100 connections", floor.as_ref().ok().copied()),
+        Err(err) => ScenarioResult::failed(MESSAGE_PRODUCED, "msgs/s", err),
     });
     rows.push(match push.single_peak().await {
         Ok(peak) => {
@@ -84,16 +99,16 @@ pub async fn run(ctx: &mut Ctx) -> Vec<ScenarioResult> {
         }
         Err(err) => ScenarioResult::failed(LATENCY, "ms (p99)", &err),
     });
-    rows.push(match &message {
+    rows.push(match &produced {
         Ok(m) => {
-            let offered = "half of message mode's kept-full rate, whose producers publish batches of 100: single publishes at that rate load this machine far more";
+            let offered = "half of message mode's rate with producers, who publish batches of 100: single publishes at that rate load this machine far more";
             push.latency(LATENCY_KEPT_FULL, m.rate / 2.0, offered)
                 .await
                 .unwrap_or_else(|err| ScenarioResult::failed(LATENCY_KEPT_FULL, "ms (p99)", &err))
         }
         Err(err) => ScenarioResult::failed(LATENCY_KEPT_FULL, "ms (p99)", err),
     });
-    match push.kept_full("flaky", Mode::Message { concurrency: CONCURRENCY }).await {
+    match push.kept_full("flaky", Mode::Message { concurrency: CONCURRENCY }, Supply::Produced).await {
         Ok(f) => {
             let (first, retries) =
                 (f.measured.per_second(f.measured.seen.first), f.measured.per_second(f.measured.seen.retries));
@@ -111,7 +126,7 @@ pub async fn run(ctx: &mut Ctx) -> Vec<ScenarioResult> {
     }
     // Dispatchers stop within a second of push going off; a queue deleted before would make its
     // dispatcher log that it cannot lease.
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     if let Err(err) = tenancy.delete_made().await {
         progress(&format!("could not delete the push queues: {err:#}"));
     }
@@ -129,6 +144,17 @@ struct Push<'a> {
     handler: &'a LocalHandler,
     operator: &'a mut PushOperator,
     tenancy: &'a mut Tenancy,
+}
+
+/// How a pushed lane's queue is supplied.
+#[derive(Debug, Clone, Copy)]
+enum Supply {
+    /// Filled with this many messages before push starts, none published after: the dispatcher
+    /// drains it, as BullMQ's worker drains its filled queue, and the machine carries only the
+    /// deliveries, as in the floor.
+    Drained(usize),
+    /// Kept at the scale's depth by its producers publishing batches of 100 through the window.
+    Produced,
 }
 
 /// A kept-full run's figures and what to say about them.
@@ -169,19 +195,30 @@ impl Push<'_> {
         self.tenancy.queue(&format!("push-{lane}"), connections.max(1)).await
     }
 
-    async fn kept_full(&mut self, lane: &str, mode: Mode) -> anyhow::Result<KeptFull> {
+    /// How many messages message mode drains: what the handler's floor takes through the warm-up,
+    /// the first delivery's wait and the window. Message mode sends what the floor's client sends,
+    /// one message a request at the same concurrency, so it cannot run dry short of the floor's
+    /// rate; if it does, its note says so and its rate is a lower bound. No deeper than needed: a
+    /// longer stream costs Redis more per entry it deletes.
+    fn message_depth(&self, floor: Option<f64>) -> usize {
+        let s = &self.ctx.scale;
+        let seconds = (s.warmup.max(MIN_WARMUP) + s.push).as_secs_f64() + 1.0;
+        let depth = floor.map_or(0.0, |rate| rate * seconds).ceil() as usize;
+        depth.clamp(s.depth, s.push_drained)
+    }
+
+    async fn kept_full(&mut self, lane: &str, mode: Mode, supply: Supply) -> anyhow::Result<KeptFull> {
         let s = self.ctx.scale.clone();
-        let queue = self.queue(lane, s.producers).await?;
+        let (depth, producers) = match supply {
+            Supply::Drained(depth) => (depth, 0),
+            Supply::Produced => (s.depth, s.producers),
+        };
+        let queue = self.queue(lane, producers.max(PREFILL_CLIENTS)).await?;
         let url = format!("{}/{lane}", self.handler.base_url);
         let counters = &self.handler.counters;
         let start = self.operator.start(&queue.slug, &url, mode);
         // The warm-up also covers the dispatcher's first leases.
-        let load = push_load::KeptFull {
-            depth: s.depth,
-            producers: s.producers,
-            warmup: s.warmup.max(std::time::Duration::from_millis(500)),
-            duration: s.push,
-        };
+        let load = push_load::KeptFull { depth, producers, warmup: s.warmup.max(MIN_WARMUP), duration: s.push };
         let measured =
             push_load::kept_full(&self.ctx.target, &queue, (counters, lane), load, &self.ctx.redis_url, start).await;
         // Off whatever happened, so the dispatcher does not go on delivering during the next run.
@@ -192,15 +229,27 @@ impl Push<'_> {
             anyhow::bail!("the handler saw no delivery on {lane} in the window");
         }
         let rate = measured.rate();
+        let supplied = match supply {
+            Supply::Drained(_) if measured.depth_end == 0 => {
+                format!(
+                    "{depth} messages queued before push started, none after; it ran dry: the rate is a lower bound"
+                )
+            }
+            Supply::Drained(_) => format!(
+                "{depth} messages queued before push started, none after, as BullMQ's worker drains its queue ({} still waiting at the end)",
+                measured.depth_end
+            ),
+            Supply::Produced => format!(
+                "{producers} producers publishing {}/s kept {depth} waiting (at the end: {})",
+                measured.per_second(measured.produced.msgs).round(),
+                measured.depth_end
+            ),
+        };
         let note = format!(
-            "{} POSTs carrying {} messages in {:.1} s; {} producers publishing {}/s kept {} waiting (at the end: {}); {}{}",
+            "{} POSTs carrying {} messages in {:.1} s; {supplied}; {}{}",
             measured.seen.requests,
             measured.seen.messages(),
             measured.seconds,
-            s.producers,
-            measured.per_second(measured.produced.msgs).round(),
-            s.depth,
-            measured.depth_end,
             measured.redis,
             measured.produced.error_note()
         );

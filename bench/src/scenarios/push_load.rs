@@ -1,9 +1,10 @@
 //! The loads of the push scenarios (`push`): a queue kept full while the service pushes it to
-//! the bench's handler, single publishes back to back (the latency path's peak), and single
+//! the bench's handler (filled before push starts, and refilled by producers or drained),
+//! single publishes back to back (the latency path's peak), and single
 //! publishes on an open-loop schedule whose trip to the handler is timed. Each reads its figures
 //! from the handler's counters for its own lane.
 
-use super::consume_ack::prefill;
+use super::consume_ack::{PREFILL_CLIENTS, prefill};
 use super::progress;
 use super::redis_cost::CostMeter;
 use crate::api::{BenchQueue, sample_body, timed_body_at};
@@ -45,7 +46,8 @@ impl Measured {
     }
 }
 
-/// How full to keep a queue, with how many producers, for how long.
+/// How full to keep a queue, with how many producers (none: the queue is only drained), for how
+/// long.
 #[derive(Debug, Clone, Copy)]
 pub struct KeptFull {
     pub depth: usize,
@@ -68,7 +70,7 @@ pub async fn wait_for_first(counters: &Counters, lane: &str, count: u64) -> anyh
 
 /// Prefills `queue` with `depth` messages, lets `start_push` turn push on, then keeps the queue at
 /// that depth (producers publish batches of 100 while fewer than `depth` messages wait for their
-/// first delivery) through a warm-up and a measured window of `duration`.
+/// first delivery; with none, it drains) through a warm-up and a measured window of `duration`.
 pub async fn kept_full(
     target: &Target,
     queue: &BenchQueue,
@@ -79,8 +81,11 @@ pub async fn kept_full(
 ) -> anyhow::Result<Measured> {
     let KeptFull { depth, producers, warmup, duration } = load;
     let body = sample_body();
+    let filling = Instant::now();
     prefill(target, queue, &body, depth).await?;
-    let published = Arc::new(AtomicU64::new(depth.div_ceil(BATCH * 4) as u64 * (BATCH * 4) as u64));
+    progress(&format!("aqs: {depth} messages queued in {:.1} s", filling.elapsed().as_secs_f64()));
+    let filled = BATCH * PREFILL_CLIENTS;
+    let published = Arc::new(AtomicU64::new((depth.div_ceil(filled) * filled) as u64));
     start_push.await?;
     wait_for_first(counters, lane, 1).await?;
     let window = Window::after(warmup, duration);
