@@ -30,8 +30,9 @@ pub struct Scale {
     pub idle_polls: usize,
     pub idle_queues: usize,
     pub idle_wakeups: usize,
-    /// Each push window: the handler's floor, message and batch mode kept full, the open-loop
-    /// latency and the run with a flaky handler (their depth is `depth`).
+    /// Each push window: the handler's floor, message and batch mode draining a filled queue,
+    /// message mode and the run with a flaky handler while producers keep `depth` waiting, the
+    /// open-loop latency.
     pub push: Duration,
     /// The messages queued before batch mode's lane starts (more than it delivers through its
     /// warm-up and window on this machine), and the most message mode's may hold.

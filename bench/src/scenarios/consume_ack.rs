@@ -111,7 +111,9 @@ async fn measure(ctx: &mut Ctx) -> anyhow::Result<Vec<ScenarioResult>> {
 /// (a token's publishes are limited to 1,000 requests a second).
 pub(super) const PREFILL_CLIENTS: usize = 4;
 
-pub(super) async fn prefill(target: &Target, queue: &BenchQueue, body: &str, count: usize) -> anyhow::Result<()> {
+/// Publishes at least `count` messages of `body` to `queue` (whole batches of 100 from each
+/// client); returns how many.
+pub(super) async fn prefill(target: &Target, queue: &BenchQueue, body: &str, count: usize) -> anyhow::Result<usize> {
     // Setup, not measured: through the typed client.
     let batches = count.div_ceil(BATCH * PREFILL_CLIENTS);
     let tasks: Vec<_> = (0..PREFILL_CLIENTS)
@@ -129,7 +131,7 @@ pub(super) async fn prefill(target: &Target, queue: &BenchQueue, body: &str, cou
     for t in tasks {
         t.await??;
     }
-    Ok(())
+    Ok(batches * BATCH * PREFILL_CLIENTS)
 }
 
 async fn produce(target: Target, call: Call, depth: Arc<Depth>, window: Window) -> Tally {

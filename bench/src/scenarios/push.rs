@@ -230,14 +230,13 @@ impl Push<'_> {
         }
         let rate = measured.rate();
         let supplied = match supply {
-            Supply::Drained(_) if measured.depth_end == 0 => {
-                format!(
-                    "{depth} messages queued before push started, none after; it ran dry: the rate is a lower bound"
-                )
-            }
+            Supply::Drained(_) if measured.depth_end == 0 => format!(
+                "{} messages queued before push started, none after; it ran dry: the rate is a lower bound",
+                measured.queued
+            ),
             Supply::Drained(_) => format!(
-                "{depth} messages queued before push started, none after, as BullMQ's worker drains its queue ({} still waiting at the end)",
-                measured.depth_end
+                "{} messages queued before push started, none after, as BullMQ's worker drains its queue ({} still waiting at the end)",
+                measured.queued, measured.depth_end
             ),
             Supply::Produced => format!(
                 "{producers} producers publishing {}/s kept {depth} waiting (at the end: {})",

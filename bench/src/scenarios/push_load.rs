@@ -4,7 +4,7 @@
 //! publishes on an open-loop schedule whose trip to the handler is timed. Each reads its figures
 //! from the handler's counters for its own lane.
 
-use super::consume_ack::{PREFILL_CLIENTS, prefill};
+use super::consume_ack::prefill;
 use super::progress;
 use super::redis_cost::CostMeter;
 use crate::api::{BenchQueue, sample_body, timed_body_at};
@@ -29,6 +29,8 @@ const FIRST_DELIVERY_WITHIN: Duration = Duration::from_secs(10);
 pub struct Measured {
     pub seconds: f64,
     pub seen: LaneCounts,
+    /// Messages queued before push started.
+    pub queued: usize,
     /// Messages published but not yet delivered once, at the end of the window.
     pub depth_end: u64,
     pub produced: Tally,
@@ -82,10 +84,9 @@ pub async fn kept_full(
     let KeptFull { depth, producers, warmup, duration } = load;
     let body = sample_body();
     let filling = Instant::now();
-    prefill(target, queue, &body, depth).await?;
-    progress(&format!("aqs: {depth} messages queued in {:.1} s", filling.elapsed().as_secs_f64()));
-    let filled = BATCH * PREFILL_CLIENTS;
-    let published = Arc::new(AtomicU64::new((depth.div_ceil(filled) * filled) as u64));
+    let queued = prefill(target, queue, &body, depth).await?;
+    progress(&format!("aqs: {queued} messages queued in {:.1} s", filling.elapsed().as_secs_f64()));
+    let published = Arc::new(AtomicU64::new(queued as u64));
     start_push.await?;
     wait_for_first(counters, lane, 1).await?;
     let window = Window::after(warmup, duration);
@@ -134,7 +135,7 @@ pub async fn kept_full(
         failed: after.failed - before.failed,
     };
     let depth_end = published.load(Ordering::Relaxed).saturating_sub(after.first);
-    Ok(Measured { seconds: window.seconds(), seen, depth_end, produced, redis })
+    Ok(Measured { seconds: window.seconds(), seen, queued, depth_end, produced, redis })
 }
 
 /// Single publishes back to back over `connections` connections to a pushed queue: the rate at
