@@ -8,7 +8,11 @@
 //!
 //! Two bounds keep the leases honest:
 //! - at most `OUTSTANDING_PER_PLACE × concurrency` messages are leased and not yet settled (sent or
-//!   waiting to be), so a settler that falls behind stops the leasing rather than piling up leases;
+//!   waiting to be), so a settler that falls behind stops the leasing rather than piling up leases.
+//!   The bound covers the two trips to Redis around each delivery as well as the delivery: with
+//!   two per place (one being sent, one ready), the leases and settlements in flight took the
+//!   places' share and a drained queue kept them waiting for messages (41.6k–42.5k/s against
+//!   45.4k–48.5k/s with four, the builds taking turns, 2026-12-06; docs/performance.md);
 //! - a leased message that waited longer than `STALE_AFTER` for a free place (a slow handler holds
 //!   every place) goes back to the queue uncounted instead of being sent, so every POST starts with
 //!   at least the handler's timeout plus half the margin left on its lease.
@@ -26,8 +30,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// Messages leased and not yet settled, per place of the concurrency cap: one being sent, one ready.
-const OUTSTANDING_PER_PLACE: usize = 2;
+/// Messages leased and not yet settled, per place of the concurrency cap: one being leased, one
+/// ready, one being sent, one being settled.
+const OUTSTANDING_PER_PLACE: usize = 4;
 /// How long a leased message may wait for a free place before it goes back to the queue.
 const STALE_AFTER: Duration = Duration::from_millis(LEASE_MARGIN.as_millis() as u64 / 2);
 

@@ -59,21 +59,22 @@ async fn a_message_that_waited_for_a_place_is_sent_on_a_fresh_lease() {
 async fn pausing_stops_the_leasing_at_once_and_only_what_was_leased_ahead_is_still_sent() {
     let app = spawn_app().await;
     let queue = app.queue().await;
-    let hook = handler(|_, _| Reply::status(200).after(Duration::from_millis(800))).await;
+    let hook = handler(|_, _| Reply::status(200).after(Duration::from_millis(400))).await;
     let mut one_place = record(&queue, &hook.url);
     one_place.concurrency = 1;
-    for i in 0..5 {
+    for i in 0..7 {
         app.publish_text(&queue, &format!("m{i}")).await;
     }
     app.set_push(&queue, &one_place).await;
-    // One message in the handler, one leased ahead of it (two per place).
+    // One message in the handler, three leased ahead of it (four per place, message_flow.rs).
     hook.wait_for(1, WAIT).await;
     app.set_paused(&queue, true).await;
+    // The three are sent by 1.2 s; a message leased after the pause would arrive by 1.6 s.
     tokio::time::sleep(Duration::from_millis(3000)).await;
-    assert_eq!(hook.seen().len(), 2, "the one in flight and the one leased ahead, nothing leased after the pause");
+    assert_eq!(hook.seen().len(), 4, "the one in flight and the three leased ahead, nothing leased after the pause");
     app.set_paused(&queue, false).await;
-    hook.wait_for(5, WAIT).await;
+    hook.wait_for(7, WAIT).await;
     app.wait_drained(&queue, WAIT).await;
     let ids: std::collections::HashSet<_> = hook.seen().iter().map(|s| s.body["id"].to_string()).collect();
-    assert_eq!(ids.len(), 5, "each message sent once");
+    assert_eq!(ids.len(), 7, "each message sent once");
 }
