@@ -59,7 +59,7 @@ async fn a_message_that_waited_for_a_place_is_sent_on_a_fresh_lease() {
 async fn pausing_stops_the_leasing_at_once_and_only_what_was_leased_ahead_is_still_sent() {
     let app = spawn_app().await;
     let queue = app.queue().await;
-    let hook = handler(|_, _| Reply::status(200).after(Duration::from_millis(400))).await;
+    let hook = handler(|_, _| Reply::status(200).after(Duration::from_millis(600))).await;
     let mut one_place = record(&queue, &hook.url);
     one_place.concurrency = 1;
     for i in 0..7 {
@@ -69,8 +69,8 @@ async fn pausing_stops_the_leasing_at_once_and_only_what_was_leased_ahead_is_sti
     // One message in the handler, three leased ahead of it (four per place, message_flow.rs).
     hook.wait_for(1, WAIT).await;
     app.set_paused(&queue, true).await;
-    // The three are sent by 1.2 s; a message leased after the pause would arrive by 1.6 s.
-    tokio::time::sleep(Duration::from_millis(3000)).await;
+    // The three are sent by 1.8 s; a message leased after the pause would arrive by 2.4 s.
+    tokio::time::sleep(Duration::from_millis(4000)).await;
     assert_eq!(hook.seen().len(), 4, "the one in flight and the three leased ahead, nothing leased after the pause");
     app.set_paused(&queue, false).await;
     hook.wait_for(7, WAIT).await;
