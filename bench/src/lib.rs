@@ -16,6 +16,7 @@ pub mod floor;
 pub mod handler;
 pub mod latency;
 pub mod load;
+pub mod machine;
 pub mod monitor;
 pub mod peers;
 pub mod proc_status;
@@ -82,8 +83,8 @@ pub fn wanted(only: &[String], name: &str) -> bool {
     only.is_empty() || named(name) || (COMPARED_WITH_PEERS.contains(&name) && (named("rabbitmq") || named("nats")))
 }
 
-/// Runs every scenario in turn; a scenario that fails gives results with `error` set and the run
-/// goes on. Fails only if the bench cannot set itself up (no service, no sign-up).
+/// Runs every scenario in turn, each group followed by its `<group>_cpu_stolen` row (`machine`);
+/// a scenario that fails gives results with `error` set and the run goes on. Fails only if the bench cannot set itself up (no service, no sign-up).
 pub async fn run(options: &Options) -> anyhow::Result<Vec<ScenarioResult>> {
     if let Some(unknown) = options.only.iter().find(|o| !GROUPS.contains(&o.as_str())) {
         anyhow::bail!("unknown scenario group {unknown}; the groups are {}", GROUPS.join(", "));
@@ -91,6 +92,7 @@ pub async fn run(options: &Options) -> anyhow::Result<Vec<ScenarioResult>> {
     let mut ctx = scenarios::Ctx::new(options).await?;
     let mut results = Vec::new();
     for group in GROUPS.iter().filter(|g| wanted(&options.only, g)) {
+        let watch = machine::Watch::start(&options.redis_url).await;
         let rows = match *group {
             "publish_single" => scenarios::publish_single::run(&mut ctx).await,
             "publish_batch" => scenarios::publish_batch::run(&mut ctx).await,
@@ -106,6 +108,7 @@ pub async fn run(options: &Options) -> anyhow::Result<Vec<ScenarioResult>> {
             other => unreachable!("group {other} is in GROUPS but has no scenario"),
         };
         results.extend(rows);
+        results.extend(watch.finish(group).await);
         if let Err(err) = ctx.delete_queues().await {
             scenarios::progress(&format!("could not delete the {group} queues: {err:#}"));
         }

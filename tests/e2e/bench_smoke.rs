@@ -45,6 +45,16 @@ async fn every_bench_scenario_runs_against_the_service() {
             assert!(row.baseline_value.is_some(), "{expected} has no {peer} figure: {row:?}");
         }
     }
+    // Each group says what the machine did meanwhile: stolen CPU time, and Redis's stalls.
+    for group in aqs_bench::GROUPS {
+        let expected = format!("{group}_cpu_stolen");
+        let row = results.iter().find(|r| r.scenario == expected);
+        let row = row.unwrap_or_else(|| panic!("row {expected} missing from {names:?}"));
+        assert!(
+            row.note.contains("Redis stalls of 5 ms or more: "),
+            "{expected} does not read Redis's stalls: {row:?}"
+        );
+    }
     let p50 = results.iter().find(|r| r.scenario == "end_to_end_p50_vs_jetstream");
     assert!(p50.is_some_and(|r| r.baseline_value.is_some()), "no end-to-end p50 beside JetStream's: {p50:?}");
     for result in &results {

@@ -1,0 +1,176 @@
+//! What the machine did while a scenario group ran, beside what the group measured: the share of
+//! CPU time the hypervisor gave to other guests (`steal` in `/proc/stat`), how busy and idle the
+//! cores were, and the stalls Redis's own latency monitor saw (`LATENCY LATEST` and `HISTORY`,
+//! reset before the group). Runs on a shared virtual machine move by a quarter or more from one to
+//! the next; these rows tell whether a slow figure came from the build or from the machine
+//! (`docs/performance.md`, What the machine did).
+
+use crate::scenario_result::ScenarioResult;
+use anyhow::Context;
+use redis::aio::MultiplexedConnection;
+use std::time::Instant;
+
+/// Redis records a latency event when one of its operations (a command, an AOF write, a fork, an
+/// expiry cycle) takes at least this long. Set on the bench's Redis at the start of each group:
+/// far below the latency rows' 10 ms targets, far above what a command takes.
+const STALL_MS: u64 = 5;
+
+/// CPU time since boot over every core, in the kernel's ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct CpuTimes {
+    /// user, nice, system, irq and softirq.
+    pub busy: u64,
+    /// idle and iowait.
+    pub idle: u64,
+    /// Time this machine was ready to run but another guest of the host ran instead.
+    pub steal: u64,
+}
+
+impl CpuTimes {
+    /// The aggregate `cpu` line of `/proc/stat`; `None` elsewhere than on Linux.
+    pub fn now() -> Option<Self> {
+        Self::parse(&std::fs::read_to_string("/proc/stat").ok()?)
+    }
+
+    /// `cpu  user nice system idle iowait irq softirq steal guest guest_nice` (guest time is
+    /// already counted in user).
+    pub fn parse(stat: &str) -> Option<Self> {
+        let fields: Vec<u64> = stat
+            .lines()
+            .next()?
+            .strip_prefix("cpu ")?
+            .split_whitespace()
+            .map(|f| f.parse().ok())
+            .collect::<Option<_>>()?;
+        let field = |i: usize| fields.get(i).copied().unwrap_or(0);
+        Some(Self {
+            busy: field(0) + field(1) + field(2) + field(5) + field(6),
+            idle: field(3) + field(4),
+            steal: field(7),
+        })
+    }
+
+    /// The time between `self` and `later`, as percentages of it: (busy, idle, stolen).
+    pub fn shares_until(&self, later: &CpuTimes) -> Option<(f64, f64, f64)> {
+        let busy = later.busy.saturating_sub(self.busy) as f64;
+        let idle = later.idle.saturating_sub(self.idle) as f64;
+        let steal = later.steal.saturating_sub(self.steal) as f64;
+        let total = busy + idle + steal;
+        (total > 0.0).then(|| (100.0 * busy / total, 100.0 * idle / total, 100.0 * steal / total))
+    }
+}
+
+/// One kind of Redis stall in a group: its event name, the longest, and in how many seconds it
+/// happened (the monitor keeps the longest per second).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stall {
+    pub event: String,
+    pub max_ms: u64,
+    pub seconds: usize,
+}
+
+/// Watches one group from `start` to `finish`.
+pub struct Watch {
+    cpu: Option<CpuTimes>,
+    started: Instant,
+    redis: Option<MultiplexedConnection>,
+}
+
+impl Watch {
+    /// Resets Redis's latency monitor (a Redis that cannot be reached only loses the stall part).
+    pub async fn start(redis_url: &str) -> Self {
+        let redis = match reset_monitor(redis_url).await {
+            Ok(conn) => Some(conn),
+            Err(err) => {
+                crate::scenarios::progress(&format!("Redis's latency monitor is not read: {err:#}"));
+                None
+            }
+        };
+        Self { cpu: CpuTimes::now(), started: Instant::now(), redis }
+    }
+
+    /// The row `<group>_cpu_stolen`: the share of CPU time stolen while the group ran, with the
+    /// cores' busy and idle shares and Redis's stalls in its note; `None` without `/proc/stat`.
+    pub async fn finish(self, group: &str) -> Option<ScenarioResult> {
+        let (busy, idle, stolen) = self.cpu?.shares_until(&CpuTimes::now()?)?;
+        let stalls = match self.redis {
+            Some(mut conn) => {
+                stalls(&mut conn).await.map(|s| describe(&s)).unwrap_or_else(|err| format!("unread ({err:#})"))
+            }
+            None => "unread".to_owned(),
+        };
+        let note = format!(
+            "over {:.0} s: the cores busy {busy:.1} %, idle {idle:.1} %, stolen by the host for other guests \
+             {stolen:.1} %; Redis stalls of {STALL_MS} ms or more: {stalls}",
+            self.started.elapsed().as_secs_f64()
+        );
+        Some(ScenarioResult::new(&format!("{group}_cpu_stolen"), stolen, "% of CPU time").note(note))
+    }
+}
+
+async fn reset_monitor(redis_url: &str) -> anyhow::Result<MultiplexedConnection> {
+    let client = redis::Client::open(redis_url).context("bad Redis URL")?;
+    let mut conn = client.get_multiplexed_async_connection().await.context("cannot connect to Redis")?;
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("latency-monitor-threshold")
+        .arg(STALL_MS)
+        .query_async::<()>(&mut conn)
+        .await
+        .context("CONFIG SET latency-monitor-threshold")?;
+    redis::cmd("LATENCY").arg("RESET").query_async::<()>(&mut conn).await.context("LATENCY RESET")?;
+    Ok(conn)
+}
+
+/// Each event `LATENCY LATEST` names (`[event, time, latest ms, max ms]`), with its history's
+/// length (`[time, ms]` per second it happened in, up to 160).
+async fn stalls(conn: &mut MultiplexedConnection) -> anyhow::Result<Vec<Stall>> {
+    let latest: Vec<(String, u64, u64, u64)> =
+        redis::cmd("LATENCY").arg("LATEST").query_async(conn).await.context("LATENCY LATEST")?;
+    let mut stalls = Vec::with_capacity(latest.len());
+    for (event, _, _, max_ms) in latest {
+        let history: Vec<(u64, u64)> =
+            redis::cmd("LATENCY").arg("HISTORY").arg(&event).query_async(conn).await.context("LATENCY HISTORY")?;
+        stalls.push(Stall { event, max_ms, seconds: history.len() });
+    }
+    stalls.sort_by(|a, b| b.max_ms.cmp(&a.max_ms).then_with(|| a.event.cmp(&b.event)));
+    Ok(stalls)
+}
+
+/// `command 44 ms (in 12 s), aof-write 16 ms (in 9 s)`, longest first; `none`.
+pub fn describe(stalls: &[Stall]) -> String {
+    if stalls.is_empty() {
+        return "none".to_owned();
+    }
+    let each: Vec<String> =
+        stalls.iter().map(|s| format!("{} {} ms (in {} s)", s.event, s.max_ms, s.seconds)).collect();
+    each.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_aggregate_cpu_line_splits_into_busy_idle_and_stolen() {
+        let before = CpuTimes::parse("cpu  100 5 40 800 20 1 4 30 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n").unwrap();
+        assert_eq!(before, CpuTimes { busy: 150, idle: 820, steal: 30 });
+        let after = CpuTimes { busy: 450, idle: 920, steal: 130 };
+        let (busy, idle, stolen) = before.shares_until(&after).unwrap();
+        assert_eq!((busy, idle, stolen), (60.0, 20.0, 20.0));
+        // Older kernels print fewer columns: steal is then zero.
+        assert_eq!(CpuTimes::parse("cpu  1 2 3 4\n").unwrap(), CpuTimes { busy: 6, idle: 4, steal: 0 });
+        assert_eq!(CpuTimes::parse("intr 1 2\n"), None);
+        assert_eq!(before.shares_until(&before), None);
+    }
+
+    #[test]
+    fn stalls_read_longest_first() {
+        let stalls = [
+            Stall { event: "command".into(), max_ms: 44, seconds: 12 },
+            Stall { event: "aof-write".into(), max_ms: 16, seconds: 9 },
+        ];
+        assert_eq!(describe(&stalls), "command 44 ms (in 12 s), aof-write 16 ms (in 9 s)");
+        assert_eq!(describe(&[]), "none");
+    }
+}
