@@ -83,8 +83,9 @@ pub fn wanted(only: &[String], name: &str) -> bool {
     only.is_empty() || named(name) || (COMPARED_WITH_PEERS.contains(&name) && (named("rabbitmq") || named("nats")))
 }
 
-/// Runs every scenario in turn, each group that ran followed by its `<group>_cpu_stolen` row (`machine`);
-/// a scenario that fails gives results with `error` set and the run goes on. Fails only if the bench cannot set itself up (no service, no sign-up).
+/// Runs every scenario in turn, each group that ran followed by its `<group>_cpu_stolen` row
+/// (`machine`); a scenario that fails gives results with `error` set and the run goes on. Fails
+/// only if the bench cannot set itself up (no service, no sign-up).
 pub async fn run(options: &Options) -> anyhow::Result<Vec<ScenarioResult>> {
     if let Some(unknown) = options.only.iter().find(|o| !GROUPS.contains(&o.as_str())) {
         anyhow::bail!("unknown scenario group {unknown}; the groups are {}", GROUPS.join(", "));

@@ -2,8 +2,8 @@
 //! CPU time the hypervisor gave to other guests (`steal` in `/proc/stat`), how busy and idle the
 //! cores were, and the stalls Redis's own latency monitor saw (`LATENCY LATEST` and `HISTORY`,
 //! reset before the group). Runs on a shared virtual machine move by a quarter or more from one to
-//! the next; these rows tell whether a slow figure came from the build or from the machine
-//! (`docs/performance.md`, What the machine did).
+//! the next; these rows show two of the machine's causes. A core slowed by a busy neighbour shows
+//! in neither (`docs/performance.md`, What the machine did).
 
 use crate::scenario_result::ScenarioResult;
 use anyhow::Context;
