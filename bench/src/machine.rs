@@ -15,6 +15,26 @@ use std::time::Instant;
 /// far below the latency rows' 10 ms targets, far above what a command takes.
 const STALL_MS: u64 = 5;
 
+/// Steps of the fixed CPU job: about 5 ms on a 3 GHz core (one dependent multiply-add per step).
+const JOB_STEPS: u64 = 5_000_000;
+
+/// A fixed amount of CPU work on this thread, no memory traffic: the fastest of five runs, ms. The
+/// fastest filters out the runs another process preempted, so what is left is the core's own
+/// speed, which a busy neighbour on the host lowers without any steal being counted.
+pub fn fixed_job_ms() -> f64 {
+    (0..5)
+        .map(|_| {
+            let start = Instant::now();
+            let mut x: u64 = 1;
+            for step in 0..JOB_STEPS {
+                x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(step));
+            }
+            std::hint::black_box(x);
+            start.elapsed().as_secs_f64() * 1e3
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
 /// CPU time since boot over every core, in the kernel's ticks.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct CpuTimes {
@@ -72,6 +92,7 @@ pub struct Stall {
 /// Watches one group from `start` to `finish`.
 pub struct Watch {
     cpu: Option<CpuTimes>,
+    job_ms: f64,
     started: Instant,
     redis: Option<MultiplexedConnection>,
 }
@@ -86,7 +107,9 @@ impl Watch {
                 None
             }
         };
-        Self { cpu: CpuTimes::now(), started: Instant::now(), redis }
+        // Timed first, while the machine is between groups.
+        let job_ms = fixed_job_ms();
+        Self { cpu: CpuTimes::now(), job_ms, started: Instant::now(), redis }
     }
 
     /// The row `<group>_cpu_stolen`: the share of CPU time stolen while the group ran, with the
@@ -101,8 +124,10 @@ impl Watch {
         };
         let note = format!(
             "over {:.0} s: the cores busy {busy:.1} %, idle {idle:.1} %, stolen by the host for other guests \
-             {stolen:.1} %; Redis stalls of {STALL_MS} ms or more: {stalls}",
-            self.started.elapsed().as_secs_f64()
+             {stolen:.1} %; Redis stalls of {STALL_MS} ms or more: {stalls}; before the group a fixed CPU job took \
+             {:.2} ms (the fastest of five; a slower core takes longer)",
+            self.started.elapsed().as_secs_f64(),
+            self.job_ms
         );
         Some(ScenarioResult::new(&format!("{group}_cpu_stolen"), stolen, "% of CPU time").note(note))
     }
@@ -162,6 +187,12 @@ mod tests {
         assert_eq!(CpuTimes::parse("cpu  1 2 3 4\n").unwrap(), CpuTimes { busy: 6, idle: 4, steal: 0 });
         assert_eq!(CpuTimes::parse("intr 1 2\n"), None);
         assert_eq!(before.shares_until(&before), None);
+    }
+
+    #[test]
+    fn the_fixed_job_takes_a_measurable_time() {
+        let ms = fixed_job_ms();
+        assert!(ms.is_finite() && ms > 0.0, "{ms}");
     }
 
     #[test]

@@ -55,6 +55,7 @@ async fn every_bench_scenario_runs_against_the_service() {
             row.note.contains("Redis stalls of 5 ms or more: "),
             "{expected} does not read Redis's stalls: {row:?}"
         );
+        assert!(row.note.contains("a fixed CPU job took "), "{expected} does not time the core: {row:?}");
     }
     let p50 = results.iter().find(|r| r.scenario == "end_to_end_p50_vs_jetstream");
     assert!(p50.is_some_and(|r| r.baseline_value.is_some()), "no end-to-end p50 beside JetStream's: {p50:?}");
