@@ -1,9 +1,10 @@
 //! What the machine did while a scenario group ran, beside what the group measured: the share of
 //! CPU time the hypervisor gave to other guests (`steal` in `/proc/stat`), how busy and idle the
-//! cores were, and the stalls Redis's own latency monitor saw (`LATENCY LATEST` and `HISTORY`,
-//! reset before the group). Runs on a shared virtual machine move by a quarter or more from one to
-//! the next; these rows show two of the machine's causes. A core slowed by a busy neighbour shows
-//! in neither (`docs/performance.md`, What the machine did).
+//! cores were, the stalls Redis's own latency monitor saw (`LATENCY LATEST` and `HISTORY`, reset
+//! before the group), and how long a fixed CPU job took just before it (a core slowed by a busy
+//! neighbour on the host shows there, not in steal). Runs on a shared virtual machine move by a
+//! quarter or more from one to the next; these rows say when the machine moved
+//! (`docs/performance.md`, What the machine did).
 
 use crate::scenario_result::ScenarioResult;
 use anyhow::Context;
