@@ -6,9 +6,8 @@
 //! quarter or more from one to the next; these rows say when the machine moved
 //! (`docs/performance.md`, What the machine did).
 
+use crate::redis_stats::RedisProbe;
 use crate::scenario_result::ScenarioResult;
-use anyhow::Context;
-use redis::aio::MultiplexedConnection;
 use std::time::Instant;
 
 /// Redis records a latency event when one of its operations (a command, an AOF write, a fork, an
@@ -95,7 +94,7 @@ pub struct Watch {
     cpu: Option<CpuTimes>,
     job_ms: f64,
     started: Instant,
-    redis: Option<MultiplexedConnection>,
+    redis: Option<RedisProbe>,
 }
 
 impl Watch {
@@ -118,8 +117,8 @@ impl Watch {
     pub async fn finish(self, group: &str) -> Option<ScenarioResult> {
         let (busy, idle, stolen) = self.cpu?.shares_until(&CpuTimes::now()?)?;
         let stalls = match self.redis {
-            Some(mut conn) => {
-                stalls(&mut conn).await.map(|s| describe(&s)).unwrap_or_else(|err| format!("unread ({err:#})"))
+            Some(mut probe) => {
+                stalls(&mut probe).await.map(|s| describe(&s)).unwrap_or_else(|err| format!("unread ({err:#})"))
             }
             None => "unread".to_owned(),
         };
@@ -134,31 +133,20 @@ impl Watch {
     }
 }
 
-async fn reset_monitor(redis_url: &str) -> anyhow::Result<MultiplexedConnection> {
-    let client = redis::Client::open(redis_url).context("bad Redis URL")?;
-    let mut conn = client.get_multiplexed_async_connection().await.context("cannot connect to Redis")?;
-    redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("latency-monitor-threshold")
-        .arg(STALL_MS)
-        .query_async::<()>(&mut conn)
-        .await
-        .context("CONFIG SET latency-monitor-threshold")?;
-    redis::cmd("LATENCY").arg("RESET").query_async::<()>(&mut conn).await.context("LATENCY RESET")?;
-    Ok(conn)
+async fn reset_monitor(redis_url: &str) -> anyhow::Result<RedisProbe> {
+    let mut probe = RedisProbe::connect(redis_url).await?;
+    probe.reset_latency_monitor(STALL_MS).await?;
+    Ok(probe)
 }
 
-/// Each event `LATENCY LATEST` names (`[event, time, latest ms, max ms]`), with its history's
-/// length (`[time, ms]` per second it happened in, up to 160).
-async fn stalls(conn: &mut MultiplexedConnection) -> anyhow::Result<Vec<Stall>> {
-    let latest: Vec<(String, u64, u64, u64)> =
-        redis::cmd("LATENCY").arg("LATEST").query_async(conn).await.context("LATENCY LATEST")?;
-    let mut stalls = Vec::with_capacity(latest.len());
-    for (event, _, _, max_ms) in latest {
-        let history: Vec<(u64, u64)> =
-            redis::cmd("LATENCY").arg("HISTORY").arg(&event).query_async(conn).await.context("LATENCY HISTORY")?;
-        stalls.push(Stall { event, max_ms, seconds: history.len() });
-    }
+/// What the latency monitor recorded since its reset, longest first.
+async fn stalls(probe: &mut RedisProbe) -> anyhow::Result<Vec<Stall>> {
+    let mut stalls: Vec<Stall> = probe
+        .latency_events()
+        .await?
+        .into_iter()
+        .map(|(event, max_ms, seconds)| Stall { event, max_ms, seconds })
+        .collect();
     stalls.sort_by(|a, b| b.max_ms.cmp(&a.max_ms).then_with(|| a.event.cmp(&b.event)));
     Ok(stalls)
 }

@@ -46,6 +46,38 @@ impl RedisProbe {
         info_field(&info, "used_memory").and_then(|v| v.parse().ok()).context("INFO memory has no used_memory")
     }
 
+    /// Makes Redis's latency monitor record any operation of `threshold_ms` or more, and forgets
+    /// what it recorded so far.
+    pub async fn reset_latency_monitor(&mut self, threshold_ms: u64) -> anyhow::Result<()> {
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("latency-monitor-threshold")
+            .arg(threshold_ms)
+            .query_async::<()>(&mut self.conn)
+            .await
+            .context("CONFIG SET latency-monitor-threshold")?;
+        redis::cmd("LATENCY").arg("RESET").query_async::<()>(&mut self.conn).await.context("LATENCY RESET")
+    }
+
+    /// Each event the latency monitor recorded since its reset: its name, its longest (ms), and in
+    /// how many seconds it happened. `LATENCY LATEST` gives `[event, time, latest ms, max ms]`,
+    /// `LATENCY HISTORY` one `[time, ms]` per second (the last 160).
+    pub async fn latency_events(&mut self) -> anyhow::Result<Vec<(String, u64, usize)>> {
+        let latest: Vec<(String, u64, u64, u64)> =
+            redis::cmd("LATENCY").arg("LATEST").query_async(&mut self.conn).await.context("LATENCY LATEST")?;
+        let mut events = Vec::with_capacity(latest.len());
+        for (event, _, _, max_ms) in latest {
+            let history: Vec<(u64, u64)> = redis::cmd("LATENCY")
+                .arg("HISTORY")
+                .arg(&event)
+                .query_async(&mut self.conn)
+                .await
+                .context("LATENCY HISTORY")?;
+            events.push((event, max_ms, history.len()));
+        }
+        Ok(events)
+    }
+
     /// The Redis process's CPU time so far (user + system), in microseconds.
     pub async fn cpu_usec(&mut self) -> anyhow::Result<f64> {
         let info = self.info("cpu").await?;
