@@ -124,12 +124,8 @@ pub async fn run(ctx: &mut Ctx) -> Vec<ScenarioResult> {
             rows.push(ScenarioResult::failed(RETRIES, "msgs/s", &err));
         }
     }
-    // Dispatchers stop within a second of push going off; a queue deleted before would make its
-    // dispatcher log that it cannot lease.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    if let Err(err) = tenancy.delete_made().await {
-        progress(&format!("could not delete the push queues: {err:#}"));
-    }
+    // What a lane that failed half-way left.
+    push.retire_lane().await;
     rows
 }
 
@@ -223,6 +219,7 @@ impl Push<'_> {
             push_load::kept_full(&self.ctx.target, &queue, (counters, lane), load, &self.ctx.redis_url, start).await;
         // Off whatever happened, so the dispatcher does not go on delivering during the next run.
         let stopped = self.operator.stop(&queue.slug).await;
+        self.retire_lane().await;
         let measured = measured?;
         stopped?;
         if measured.seen.messages() == 0 {
@@ -255,6 +252,18 @@ impl Push<'_> {
         Ok(KeptFull { measured, rate, note })
     }
 
+    /// Deletes the lane's queue once its push is off, with what is still queued, so that the next
+    /// lane runs beside a Redis holding only its own messages: a drained lane leaves up to a
+    /// million or more (hundreds of MB), whose AOF rewrite would fork and write them during the
+    /// latency lanes. Dispatchers stop within a second of push going off; a queue deleted before
+    /// would make its dispatcher log that it cannot lease.
+    async fn retire_lane(&mut self) {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        if let Err(err) = self.tenancy.delete_made().await {
+            progress(&format!("could not delete a push lane's queue: {err:#}"));
+        }
+    }
+
     /// A queue of `lane` pushed in message mode to the handler's `lane` path, with one token per
     /// connection, once its dispatcher runs (a first message has reached the handler).
     async fn pushing_single(&mut self, lane: &str, connections: usize) -> anyhow::Result<BenchQueue> {
@@ -278,6 +287,7 @@ impl Push<'_> {
         let run =
             push_load::single_peak(&self.ctx.target, &queue, (counters, lane), s.single_connections, window).await;
         let stopped = self.operator.stop(&queue.slug).await;
+        self.retire_lane().await;
         let (peak, tally) = run?;
         stopped?;
         if peak == 0.0 {
@@ -297,12 +307,17 @@ impl Push<'_> {
         progress(&format!("aqs: push latency at {rate:.0}/s, {:?}", s.push));
         let run = push_load::open_loop(&self.ctx.target, &queue, counters, lane, conns, rate, s.push).await;
         let stopped = self.operator.stop(&queue.slug).await;
-        let (mut latencies, tally) = run?;
+        self.retire_lane().await;
+        let (mut latencies, mut tally) = run?;
         stopped?;
         let (p50, p99) = latencies.p50_p99_ms();
         let p99 = p99.ok_or_else(|| anyhow::anyhow!("the handler timed no delivery ({})", tally.error_note()))?;
+        let answered = match tally.latencies.p50_p99_ms() {
+            (Some(p50), Some(p99)) => format!("p50 {p50:.2} ms, p99 {p99:.2} ms"),
+            _ => "not timed".to_owned(),
+        };
         Ok(ScenarioResult::new(scenario, p99, "ms (p99)").latency(p50, Some(p99)).note(format!(
-            "offered {rate:.0}/s ({offered}), {conns} connections publishing one message each, push concurrency {CONCURRENCY}; {} of {} published messages timed at the handler, from the scheduled publish{}",
+            "offered {rate:.0}/s ({offered}), {conns} connections publishing one message each, push concurrency {CONCURRENCY}; {} of {} published messages timed at the handler, from the scheduled publish; the publishes' own answers, from the same schedule: {answered}{}",
             latencies.len(),
             tally.msgs,
             tally.error_note()

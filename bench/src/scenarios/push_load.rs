@@ -161,7 +161,8 @@ pub async fn single_peak(
 
 /// Publishes timed single messages to a pushed queue at `rate` for `duration` over `connections`
 /// connections, then waits (up to 5 s) for the handler to have seen them all; returns the
-/// handler's publish → handler latencies and the publishers' tally.
+/// handler's publish → handler latencies and the publishers' tally, whose latencies run from each
+/// scheduled publish to its answer (the publish half of the trip).
 pub async fn open_loop(
     target: &Target,
     queue: &BenchQueue,
@@ -197,6 +198,7 @@ pub async fn open_loop(
                     };
                     match conn.expect(&call, StatusCode::CREATED).await {
                         Ok(_) => {
+                            tally.latencies.record(due.elapsed());
                             tally.ops += 1;
                             tally.msgs += 1;
                         }
