@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 /// How often at most the thread wakes, and so how late it may release an arrival: once for
-/// several arrivals when they come faster than this, instead of once for each. The generator runs on the machine it measures: waking for every arrival, at
-/// 12,000 a second it took 27–28 µs of CPU per arrival (a third of a core), and 11–13 µs with
-/// this slack (measured 2026-12-07 with workers that take arrivals and send nothing). The lateness
-/// is charged to the server, as latency runs from the due time: at most this much, and the same
-/// for every system the bench measures.
+/// several arrivals when they come faster than this, instead of once for each. The generator runs
+/// on the machine it measures: waking for every arrival, at 12,000 a second it took 27–30 µs of CPU
+/// per arrival (a third of a core), and 12–14 µs with this slack (2026-12-07, workers that take
+/// arrivals and send nothing; `docs/performance.md`). The lateness is charged to the server, as
+/// latency runs from the due time: at most this much, and the same for every side measured.
 const RELEASE_SLACK: Duration = Duration::from_micros(250);
 
 /// Sends `rate` requests per second for `duration`, spread over one connection per call.
