@@ -125,7 +125,7 @@ pub async fn run(ctx: &mut Ctx) -> Vec<ScenarioResult> {
         }
     }
     // What a lane that failed half-way left.
-    push.retire_lane().await;
+    push.retire_lanes().await;
     rows
 }
 
@@ -217,9 +217,8 @@ impl Push<'_> {
         let load = push_load::KeptFull { depth, producers, warmup: s.warmup.max(MIN_WARMUP), duration: s.push };
         let measured =
             push_load::kept_full(&self.ctx.target, &queue, (counters, lane), load, &self.ctx.redis_url, start).await;
-        // Off whatever happened, so the dispatcher does not go on delivering during the next run.
-        let stopped = self.operator.stop(&queue.slug).await;
-        self.retire_lane().await;
+        // Whatever happened, so the dispatcher does not go on delivering during the next run.
+        let stopped = self.end_lane(&queue.slug).await;
         let measured = measured?;
         stopped?;
         if measured.seen.messages() == 0 {
@@ -252,12 +251,20 @@ impl Push<'_> {
         Ok(KeptFull { measured, rate, note })
     }
 
-    /// Deletes the lane's queue once its push is off, with what is still queued, so that the next
-    /// lane runs beside a Redis holding only its own messages: a drained lane leaves up to a
-    /// million or more (hundreds of MB), whose AOF rewrite would fork and write them during the
-    /// latency lanes. Dispatchers stop within a second of push going off; a queue deleted before
-    /// would make its dispatcher log that it cannot lease.
-    async fn retire_lane(&mut self) {
+    /// Turns push off on the lane's queue, then deletes it (`retire_lanes`); the error is the
+    /// stop's.
+    async fn end_lane(&mut self, slug: &str) -> anyhow::Result<()> {
+        let stopped = self.operator.stop(slug).await;
+        self.retire_lanes().await;
+        stopped
+    }
+
+    /// Deletes the lanes' queues made so far, with what is still queued, so that the next lane
+    /// runs beside a Redis holding only its own messages: a drained lane leaves up to a million
+    /// or more (hundreds of MB), whose AOF rewrite would fork and write them during the latency
+    /// lanes. Dispatchers stop within a second of push going off; a queue deleted before would
+    /// make its dispatcher log that it cannot lease.
+    async fn retire_lanes(&mut self) {
         tokio::time::sleep(Duration::from_millis(1500)).await;
         if let Err(err) = self.tenancy.delete_made().await {
             progress(&format!("could not delete a push lane's queue: {err:#}"));
@@ -286,8 +293,7 @@ impl Push<'_> {
         let window = Window::after(s.warmup, s.push);
         let run =
             push_load::single_peak(&self.ctx.target, &queue, (counters, lane), s.single_connections, window).await;
-        let stopped = self.operator.stop(&queue.slug).await;
-        self.retire_lane().await;
+        let stopped = self.end_lane(&queue.slug).await;
         let (peak, tally) = run?;
         stopped?;
         if peak == 0.0 {
@@ -306,8 +312,7 @@ impl Push<'_> {
         let counters = &self.handler.counters;
         progress(&format!("aqs: push latency at {rate:.0}/s, {:?}", s.push));
         let run = push_load::open_loop(&self.ctx.target, &queue, counters, lane, conns, rate, s.push).await;
-        let stopped = self.operator.stop(&queue.slug).await;
-        self.retire_lane().await;
+        let stopped = self.end_lane(&queue.slug).await;
         let (mut latencies, mut tally) = run?;
         stopped?;
         let (p50, p99) = latencies.p50_p99_ms();
