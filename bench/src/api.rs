@@ -79,6 +79,11 @@ impl Tenancy {
         Ok(BenchQueue { slug, tokens: secrets, secrets: raw })
     }
 
+    /// Whether queues made here are still to be deleted.
+    pub fn has_undeleted(&self) -> bool {
+        !self.undeleted.is_empty()
+    }
+
     /// Deletes every queue made since the last call, with its messages, so that one scenario's
     /// stored messages do not weigh on the next (Redis's memory, the forks of its AOF rewrites),
     /// as each peer's scenarios delete their queues.

@@ -263,8 +263,12 @@ impl Push<'_> {
     /// runs beside a Redis holding only its own messages: a drained lane leaves up to a million
     /// or more (hundreds of MB), whose AOF rewrite would fork and write them during the latency
     /// lanes. Dispatchers stop within a second of push going off; a queue deleted before would
-    /// make its dispatcher log that it cannot lease.
+    /// make its dispatcher log that it cannot lease. With nothing left (every lane ended on its
+    /// own) there is nothing to wait for.
     async fn retire_lanes(&mut self) {
+        if !self.tenancy.has_undeleted() {
+            return;
+        }
         tokio::time::sleep(Duration::from_millis(1500)).await;
         if let Err(err) = self.tenancy.delete_made().await {
             progress(&format!("could not delete a push lane's queue: {err:#}"));
