@@ -43,6 +43,14 @@ impl Latencies {
         let v = self.percentiles_ms(&[50.0, 99.0]);
         (v[0], v[1])
     }
+
+    /// `"p50 … / p99 … ms"` for a note; `None` when there are no samples.
+    pub fn p50_p99_text(&mut self) -> Option<String> {
+        match self.p50_p99_ms() {
+            (Some(p50), Some(p99)) => Some(format!("p50 {p50:.2} / p99 {p99:.2} ms")),
+            _ => None,
+        }
+    }
 }
 
 /// Nearest-rank percentile of sorted samples.
@@ -81,6 +89,12 @@ mod tests {
     #[test]
     fn empty_has_no_percentiles() {
         assert_eq!(Latencies::new().p50_p99_ms(), (None, None));
+        assert_eq!(Latencies::new().p50_p99_text(), None);
+    }
+
+    #[test]
+    fn the_text_gives_both_percentiles() {
+        assert_eq!(of(&[2500]).p50_p99_text().as_deref(), Some("p50 2.50 / p99 2.50 ms"));
     }
 
     #[test]

@@ -35,10 +35,8 @@ pub struct Outcome {
 impl Outcome {
     /// `"N sent, M received, publish confirmed p50 … / p99 … ms"` plus errors, for the note.
     pub fn note(&mut self) -> String {
-        let confirmed = match self.confirmed.p50_p99_ms() {
-            (Some(p50), Some(p99)) => format!(", publish confirmed p50 {p50:.2} / p99 {p99:.2} ms"),
-            _ => String::new(),
-        };
+        let confirmed =
+            self.confirmed.p50_p99_text().map(|text| format!(", publish confirmed {text}")).unwrap_or_default();
         format!("{} sent, {} received{confirmed}{}", self.sent, self.received, self.errors.error_note())
     }
 }

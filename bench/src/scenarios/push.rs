@@ -321,10 +321,7 @@ impl Push<'_> {
         stopped?;
         let (p50, p99) = latencies.p50_p99_ms();
         let p99 = p99.ok_or_else(|| anyhow::anyhow!("the handler timed no delivery ({})", tally.error_note()))?;
-        let answered = match tally.latencies.p50_p99_ms() {
-            (Some(p50), Some(p99)) => format!("p50 {p50:.2} ms, p99 {p99:.2} ms"),
-            _ => "not timed".to_owned(),
-        };
+        let answered = tally.latencies.p50_p99_text().unwrap_or_else(|| "not timed".to_owned());
         Ok(ScenarioResult::new(scenario, p99, "ms (p99)").latency(p50, Some(p99)).note(format!(
             "offered {rate:.0}/s ({offered}), {conns} connections publishing one message each, push concurrency {CONCURRENCY}; {} of {} published messages timed at the handler, from the scheduled publish; the publishes' own answers, from the same schedule: {answered}{}",
             latencies.len(),
