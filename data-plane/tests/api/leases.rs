@@ -315,6 +315,26 @@ async fn a_run_acknowledged_whole_at_the_head_is_trimmed_and_nothing_else_is() {
     assert_eq!(stream_len(&app, queue.id).await, 0);
 }
 
+/// A receipt named twice makes its run look whole to the caller (as many receipts as entries): the
+/// ack acknowledges it once, trims nothing, and the run's other entry stays until it is
+/// acknowledged itself.
+#[tokio::test]
+async fn a_receipt_named_twice_never_trims_its_run() {
+    let app = spawn_app().await;
+    let queue = app.queue().await;
+    for i in 0..2 {
+        app.publish_text(&queue, &format!("m{i}")).await;
+    }
+    let (engine, t0) = (&app.state.engine, now_ms());
+    let a = leased_up_to(engine, queue.id, 2, 30_000, t0).await.0;
+    assert!(a.iter().all(|d| d.hint.run.is_some_and(|r| r.len == 2)), "{a:?}");
+
+    assert_eq!(ack_hinted(engine, queue.id, &[&a[0], &a[0]], t0).await, [true, false]);
+    assert_eq!(stream_len(&app, queue.id).await, 1, "only the acknowledged entry is gone");
+    assert_eq!(ack_hinted(engine, queue.id, &[&a[1]], t0).await, [true]);
+    assert_eq!(stream_len(&app, queue.id).await, 0);
+}
+
 /// A queue leased by an earlier version holds its leases in the consumer group's PEL: the engine
 /// still acknowledges, extends, nacks and redelivers them with their counts, and moves each out
 /// of the PEL as it settles it.

@@ -51,11 +51,22 @@ if redis.call('EXISTS', K_TRIES) == 1 then tries = redis.call('HMGET', K_TRIES, 
 -- Leases made by an earlier version keep their counter in the consumer group's PEL until they are
 -- settled (common.lua's tries_of): asked for only while the PEL holds any.
 local legacy = redis.call('XPENDING', K_STREAM, 'g')[1] > 0
--- Each stream id as its two numbers, parsed once: its milliseconds are when the entry entered the
--- stream (the latency histogram), and both place it against a run (delete_acked).
+-- Whether each acknowledged stream id must be placed against the named run (delete_acked): not
+-- when there is no run, nor when the receipts are its entries and nothing else. The caller names a
+-- run only when every one of its entries has a receipt here (HMAC'd with the run consume gave it,
+-- so inside it), so as many receipts as entries are exactly those: a consume + ack loop's usual
+-- call, where placing each id cost the ack about a sixth of its Redis time (docs/performance.md,
+-- What is left to cut in Redis).
+local only_the_run = run_len > 0 and run_len == count
+local place_in_run = run_len > 0 and not only_the_run
+-- Each stream id's milliseconds, parsed once: when the entry entered the stream (the latency
+-- histogram); with its sequence number only when it must be placed against the run.
 local added_at, seq_of = {}, {}
 for i = 0, count - 1 do
-  added_at[i], seq_of[i] = parse_sid(sid_args[i + 1])
+  local sid = sid_args[i + 1]
+  local dash = find(sid, '-', 1, true)
+  added_at[i] = num(sub(sid, 1, dash - 1))
+  if place_in_run then seq_of[i] = num(sub(sid, dash + 1)) end
 end
 local function pending(i, sid)
   if not leased[i + 1] then return nil end
@@ -124,9 +135,15 @@ local function delete_acked()
     local lm, ls = parse_sid(run_last)
     local in_run = 0
     rest = {}
-    for k, sid in ipairs(sids) do
-      local m, q = added_at[at_index[k]], seq_of[at_index[k]]
-      if earlier(m, q, fm, fs) or earlier(lm, ls, m, q) then rest[#rest + 1] = sid else in_run = in_run + 1 end
+    if place_in_run then
+      for k, sid in ipairs(sids) do
+        local m, q = added_at[at_index[k]], seq_of[at_index[k]]
+        if earlier(m, q, fm, fs) or earlier(lm, ls, m, q) then rest[#rest + 1] = sid else in_run = in_run + 1 end
+      end
+    else
+      -- Every acknowledged id is the run's (a receipt named twice counts once in sids, so a
+      -- duplicate leaves the run short and nothing is trimmed).
+      in_run = #sids
     end
     local head = in_run == run_len and redis.call('XRANGE', K_STREAM, '-', '+', 'COUNT', 1)[1]
     if head and head[1] == run_first then
