@@ -4,13 +4,13 @@
 //! until PostgreSQL is reached, then serve without a restart), and PostgreSQL going away under a
 //! running process (the first request that finds it gone tells every later one at once).
 
-use crate::harness::{Redis, Server, Tenant, free_port, fresh_database};
+use crate::harness::{Redis, Server, Tenant, fresh_database};
 use reqwest::header::RETRY_AFTER;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::task::AbortHandle;
+use tokio::net::{TcpSocket, TcpStream};
+use tokio::task::{AbortHandle, JoinHandle};
 
 /// An answer with the headers that matter here.
 struct Answer {
@@ -160,19 +160,44 @@ fn body_text(message: &Value) -> String {
     String::from_utf8(bytes).unwrap()
 }
 
-/// A TCP door in front of the test's PostgreSQL: closed (nothing listens on its port) until
+/// A TCP door in front of the test's PostgreSQL: closed (its port refuses connections) until
 /// opened, then forwarding every connection to the real server until closed again (which also
 /// cuts the connections it forwards, as a server that went away does).
+///
+/// While closed, the port stays bound without listening: a connection is refused, and no other
+/// server of the test run can be given the port meanwhile. (A port merely remembered was once
+/// handed to another test's HTTP server, which then answered the service's PostgreSQL handshake
+/// and made the door's own bind fail.)
 struct PostgresDoor {
     port: u16,
     upstream: String,
-    /// The accept loop and every forwarding task, aborted on `close`.
-    tasks: Arc<Mutex<Vec<AbortHandle>>>,
+    /// The port's socket while the door is closed.
+    reserved: Mutex<Option<TcpSocket>>,
+    /// The accept loop while the door is open; it owns the listening socket.
+    accepting: Mutex<Option<JoinHandle<()>>>,
+    /// Every forwarding task, aborted on `close`.
+    forwarding: Arc<Mutex<Vec<AbortHandle>>>,
+}
+
+/// A socket bound to `port` on loopback (0: any free one) that does not listen yet.
+fn reserve(port: u16) -> TcpSocket {
+    let socket = TcpSocket::new_v4().unwrap();
+    // The connections a closed door cut leave the port in TIME_WAIT.
+    socket.set_reuseaddr(true).unwrap();
+    socket.bind(([127, 0, 0, 1], port).into()).unwrap();
+    socket
 }
 
 impl PostgresDoor {
     fn closed(upstream: &str) -> Self {
-        Self { port: free_port(), upstream: upstream.to_owned(), tasks: Arc::default() }
+        let socket = reserve(0);
+        Self {
+            port: socket.local_addr().unwrap().port(),
+            upstream: upstream.to_owned(),
+            reserved: Mutex::new(Some(socket)),
+            accepting: Mutex::default(),
+            forwarding: Arc::default(),
+        }
     }
 
     /// `database_url` with its server replaced by this door.
@@ -185,26 +210,32 @@ impl PostgresDoor {
     }
 
     async fn open(&self) {
-        let listener = TcpListener::bind(("127.0.0.1", self.port)).await.unwrap();
-        let (upstream, tasks) = (self.upstream.clone(), self.tasks.clone());
+        let socket = self.reserved.lock().unwrap().take().expect("the door is closed");
+        let listener = socket.listen(1024).unwrap();
+        let (upstream, forwarding) = (self.upstream.clone(), self.forwarding.clone());
         let accepting = tokio::spawn(async move {
             while let Ok((mut client, _)) = listener.accept().await {
                 let upstream = upstream.clone();
-                let forwarding = tokio::spawn(async move {
+                let forward = tokio::spawn(async move {
                     if let Ok(mut server) = TcpStream::connect(upstream).await {
                         let _closed = tokio::io::copy_bidirectional(&mut client, &mut server).await;
                     }
                 });
-                tasks.lock().unwrap().push(forwarding.abort_handle());
+                forwarding.lock().unwrap().push(forward.abort_handle());
             }
         });
-        self.tasks.lock().unwrap().push(accepting.abort_handle());
+        *self.accepting.lock().unwrap() = Some(accepting);
     }
 
-    fn close(&self) {
-        for task in self.tasks.lock().unwrap().drain(..) {
+    async fn close(&self) {
+        let accepting = self.accepting.lock().unwrap().take().expect("the door is open");
+        accepting.abort();
+        // Once the accept loop has ended its listener is gone, and the port can be held again.
+        let _aborted = accepting.await;
+        for task in self.forwarding.lock().unwrap().drain(..) {
             task.abort();
         }
+        *self.reserved.lock().unwrap() = Some(reserve(self.port));
     }
 }
 
@@ -275,7 +306,7 @@ async fn postgres_going_away_is_found_by_the_first_request_and_told_to_the_rest(
     let queues = format!("{}/api/v1/queues", tenant.base);
     assert_eq!(send(tenant.http.get(&queues).bearer_auth(&tenant.session)).await.status, 200);
 
-    door.close();
+    door.close().await;
     let answer = send(tenant.http.get(&queues).bearer_auth(&tenant.session)).await;
     assert_unavailable(&answer, "GET /api/v1/queues once PostgreSQL went away");
     // Told to readiness and to the next request by the one that found it, not by a later probe.
