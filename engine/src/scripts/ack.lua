@@ -32,9 +32,12 @@ end
 -- The receipts of a batch repeat the same few texts (delivery numbers, sizes, a stream id's
 -- milliseconds): numbers.lua's num converts each once.
 local find, sub = string.find, string.sub
-local function parse_sid(sid)
+-- A stream id's milliseconds and sequence number, or its milliseconds alone when `ms_only`.
+local function parse_sid(sid, ms_only)
   local dash = find(sid, '-', 1, true)
-  return num(sub(sid, 1, dash - 1)), num(sub(sid, dash + 1))
+  local ms = num(sub(sid, 1, dash - 1))
+  if ms_only then return ms end
+  return ms, num(sub(sid, dash + 1))
 end
 -- Whether the stream id of milliseconds am and sequence as comes before that of bm and bs.
 local function earlier(am, as, bm, bs)
@@ -57,16 +60,12 @@ local legacy = redis.call('XPENDING', K_STREAM, 'g')[1] > 0
 -- so inside it), so as many receipts as entries are exactly those: a consume + ack loop's usual
 -- call, where placing each id cost the ack about a sixth of its Redis time (docs/performance.md,
 -- What is left to cut in Redis).
-local only_the_run = run_len > 0 and run_len == count
-local place_in_run = run_len > 0 and not only_the_run
+local place_in_run = run_len > 0 and run_len ~= count
 -- Each stream id's milliseconds, parsed once: when the entry entered the stream (the latency
 -- histogram); with its sequence number only when it must be placed against the run.
 local added_at, seq_of = {}, {}
 for i = 0, count - 1 do
-  local sid = sid_args[i + 1]
-  local dash = find(sid, '-', 1, true)
-  added_at[i] = num(sub(sid, 1, dash - 1))
-  if place_in_run then seq_of[i] = num(sub(sid, dash + 1)) end
+  added_at[i], seq_of[i] = parse_sid(sid_args[i + 1], not place_in_run)
 end
 local function pending(i, sid)
   if not leased[i + 1] then return nil end
